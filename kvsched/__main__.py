@@ -1,0 +1,5 @@
+import sys
+
+from kvsched.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""The ``kvsched`` command line: one subcommand per module of :mod:`kvsched.commands`.
+
+Exit codes, for every subcommand: 0 success (for ``check``: every invariant holds), 1 a finding
+(an invariant violated, a regression over threshold), 2 bad usage or invalid input (a malformed
+workload or log, a target that cannot be loaded). A bug of kvsched itself exits 3 with a short
+report instead of a bare traceback, so it is never mistaken for a verdict on the scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from kvsched.spec.workload import WorkloadError
+
+# Each module defines ``register(subparsers)``, which adds its parser and sets ``func``.
+COMMANDS = ("replay",)
+
+EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad arguments or invalid input that argparse cannot catch; exits 2 with the message."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kvsched",
+        description="Verify and benchmark schedulers of LLM-serving engines (paged KV cache, "
+        "static and continuous batching).",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMANDS:
+        importlib.import_module(f"kvsched.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (UsageError, WorkloadError) as error:
+        print(f"kvsched {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception:
+        print(
+            f"kvsched {args.command}: internal error (a bug in kvsched, not a finding about "
+            "the scheduler under test). Please report it with this trace:",
+            file=sys.stderr,
+        )
+        traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The executable reference: page accounting, the page pool, both policies and the engine loop.
+
+Module by module it mirrors spec/semantics.md: :mod:`.pages` (section 2), :mod:`.pool` (3.3),
+:mod:`.scheduler` (3), :mod:`.static` (5.1), :mod:`.continuous` (5.2), :mod:`.engine` (3 and 6)
+and :mod:`.metrics` (7).
+"""
+
+from .continuous import ContinuousScheduler
+from .engine import Run, SchedulerFault, run
+from .metrics import RunMetrics, compute_metrics, percentile
+from .pages import allocate_kv_pages
+from .pool import PagePool, PoolError
+from .static import StaticScheduler
+
+POLICIES = {"static": StaticScheduler, "continuous": ContinuousScheduler}
+
+__all__ = [
+    "POLICIES",
+    "ContinuousScheduler",
+    "PagePool",
+    "PoolError",
+    "Run",
+    "RunMetrics",
+    "SchedulerFault",
+    "StaticScheduler",
+    "allocate_kv_pages",
+    "compute_metrics",
+    "percentile",
+    "run",
+]

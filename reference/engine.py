@@ -1,0 +1,204 @@
+"""The engine loop: runs any scheduler over a workload, one iteration at a time (section 3).
+
+The engine plays the model runner. It hands arrived requests to the scheduler, asks it for the
+iteration's batch, produces one token per decode entry, reports the tokens back, and records what
+it saw as an :class:`~kvsched.spec.events.IterationEvent`. It judges nothing: whether the events
+obey the invariants is for the monitor in ``kvsched.checks``. What it does refuse is a scheduler
+that raises or answers with something that is not a well-formed batch or outcome; the run then
+stops with a :class:`SchedulerFault` (PROTO-1), never with a traceback of ours.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
+from kvsched.spec.workload import Request, Workload
+
+
+@dataclass(frozen=True)
+class SchedulerFault:
+    """The scheduler under test raised, or answered outside the protocol (PROTO-1)."""
+
+    iteration: int
+    call: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything a run produced: the events, and why it stopped if it did not drain."""
+
+    workload: Workload
+    policy: str
+    events: tuple[IterationEvent, ...]
+    fault: SchedulerFault | None = None
+    """Set when the scheduler raised or broke the protocol; the events stop before it."""
+    drained: bool = True
+    """False when the iteration bound (section 3.6) was reached with work left (LIVE-1)."""
+
+
+def iteration_bound(workload: Workload) -> int:
+    """The last iteration by which any correct scheduler has drained (section 3.6).
+
+    Even one request at a time, every request is done ``output_tokens`` iterations after the
+    later of its arrival and the previous request's completion.
+    """
+    last_arrival = max(r.arrival for r in workload.requests)
+    return last_arrival + sum(r.output_tokens for r in workload.requests)
+
+
+def arrival_order(workload: Workload) -> list[Request]:
+    """Requests in the order they enter the waiting queue: by arrival, ties in declared order."""
+    return sorted(workload.requests, key=lambda r: r.arrival)  # sort is stable
+
+
+def run(
+    workload: Workload,
+    scheduler_factory: SchedulerFactory,
+    policy: str = "",
+    max_iterations: int | None = None,
+) -> Run:
+    """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound."""
+    bound = iteration_bound(workload) if max_iterations is None else max_iterations
+    policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
+    try:
+        scheduler = scheduler_factory(workload.limits)
+    except Exception as error:  # a third-party constructor may raise anything
+        fault = SchedulerFault(0, "__init__", _describe(error))
+        return Run(workload, policy, (), fault=fault, drained=False)
+
+    arrivals = arrival_order(workload)
+    next_arrival = 0
+    members: list[str] = []  # the batch, in admission order
+    waiting: list[str] = []
+    tables: dict[str, tuple[int, ...]] = {}
+    finished_ever: set[str] = set()
+    events: list[IterationEvent] = []
+    everyone = len(workload.requests)
+
+    iteration = 0
+    while len(finished_ever) < everyone and iteration < bound:
+        iteration += 1
+        # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on.
+        arrived: list[str] = []
+        while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
+            request = arrivals[next_arrival]
+            next_arrival += 1
+            fault = _call(scheduler, "add_request", iteration, request)
+            if isinstance(fault, SchedulerFault):
+                return Run(workload, policy, tuple(events), fault=fault, drained=False)
+            arrived.append(request.id)
+            waiting.append(request.id)
+
+        batch = _call(scheduler, "schedule", iteration)
+        if isinstance(batch, SchedulerFault):
+            return Run(workload, policy, tuple(events), fault=batch, drained=False)
+        problem = _malformed_batch(batch)
+        if problem:
+            fault = SchedulerFault(iteration, "schedule", problem)
+            return Run(workload, policy, tuple(events), fault=fault, drained=False)
+
+        for request_id in batch.admitted:
+            if request_id not in members:
+                members.append(request_id)
+            if request_id in waiting:
+                waiting.remove(request_id)
+        page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
+        allocated = {}
+        for rid, pages in page_tables.items():
+            before = set(tables.get(rid, ()))
+            new = tuple(p for p in pages if p not in before)
+            if new:
+                allocated[rid] = new
+
+        # 3.4 Decode: the model produces one token per decode entry.
+        tokens = Counter(batch.decode)
+        outcome = _call(scheduler, "update_from_output", iteration, ModelOutput(dict(tokens)))
+        if isinstance(outcome, SchedulerFault):
+            return Run(workload, policy, tuple(events), fault=outcome, drained=False)
+        problem = _malformed_outcome(outcome)
+        if problem:
+            fault = SchedulerFault(iteration, "update_from_output", problem)
+            return Run(workload, policy, tuple(events), fault=fault, drained=False)
+
+        events.append(
+            IterationEvent(
+                iteration=iteration,
+                arrived=tuple(arrived),
+                admitted=tuple(batch.admitted),
+                active=tuple(members),
+                decoded=tuple(batch.decode),
+                finished=tuple(outcome.finished),
+                page_tables=page_tables,
+                allocated=allocated,
+                freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
+                free_pages=outcome.free_pages,
+                waiting=tuple(waiting),
+            )
+        )
+        # 3.5 Completion: finished requests leave the batch; their pages are already released.
+        tables = dict(page_tables)
+        for rid, pages in outcome.freed.items():
+            released = set(pages)
+            tables[rid] = tuple(p for p in tables.get(rid, ()) if p not in released)
+        for request_id in outcome.finished:
+            finished_ever.add(request_id)
+            if request_id in members:
+                members.remove(request_id)
+            tables.pop(request_id, None)
+
+    return Run(workload, policy, tuple(events), drained=len(finished_ever) == everyone)
+
+
+def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
+    try:
+        return getattr(scheduler, method)(*args)
+    except Exception as error:  # the scheduler under test may raise anything: a finding
+        return SchedulerFault(iteration, method, _describe(error))
+
+
+def _malformed_batch(batch: Any) -> str:
+    if not isinstance(batch, ScheduledBatch):
+        return f"schedule() must return a ScheduledBatch, got {type(batch).__name__}"
+    for name in ("admitted", "decode"):
+        value = getattr(batch, name)
+        if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
+            return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
+    return _malformed_pages("ScheduledBatch.page_tables", batch.page_tables)
+
+
+def _malformed_outcome(outcome: Any) -> str:
+    if not isinstance(outcome, StepOutcome):
+        return f"update_from_output() must return a StepOutcome, got {type(outcome).__name__}"
+    finished = outcome.finished
+    if not isinstance(finished, tuple | list) or not all(isinstance(x, str) for x in finished):
+        return f"StepOutcome.finished must be a sequence of request ids, got {finished!r}"
+    if isinstance(outcome.free_pages, bool) or not isinstance(outcome.free_pages, int):
+        return f"StepOutcome.free_pages must be an int, got {outcome.free_pages!r}"
+    return _malformed_pages("StepOutcome.freed", outcome.freed)
+
+
+def _malformed_pages(where: str, tables: Any) -> str:
+    if not isinstance(tables, Mapping):
+        return f"{where} must map request ids to page ids, got {type(tables).__name__}"
+    for rid, pages in tables.items():
+        if not isinstance(rid, str):
+            return f"{where} has a key that is not a request id: {rid!r}"
+        if not isinstance(pages, tuple | list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in pages
+        ):
+            return f"{where}[{rid!r}] must be a sequence of integer page ids, got {pages!r}"
+    return ""
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _name(factory: Any) -> str:
+    return str(getattr(factory, "__name__", type(factory).__name__))

@@ -1,0 +1,220 @@
+"""Workloads: the requests a run serves and the limits it runs under (spec/semantics.md, section 1).
+
+A workload file is JSON (schema: ``schemas/workload.schema.json``). :func:`load_workload` is the
+only way in: it checks every field against section 1 and rejects a malformed file with the file,
+the request and the field named. It never repairs a file silently.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WORKLOAD_FORMAT = 1
+
+
+class WorkloadError(ValueError):
+    """A workload is malformed. The message names the file, the request and the field."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request: it arrives at ``arrival``, brings ``prompt_tokens`` and asks for ``output_tokens``."""
+
+    id: str
+    arrival: int
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The resource limits of a run: decode slots, page size and the physical page pool."""
+
+    batch_limit: int
+    page_size: int
+    pool_pages: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests in declared order plus the limits they run under."""
+
+    name: str
+    limits: Limits
+    requests: tuple[Request, ...]
+    description: str = ""
+
+    def request(self, request_id: str) -> Request:
+        for request in self.requests:
+            if request.id == request_id:
+                return request
+        raise KeyError(request_id)
+
+
+def peak_pages(request: Request, page_size: int) -> int:
+    """Pages a request holds in its last iteration: its prompt plus every output token (section 3.3)."""
+    return math.ceil((request.prompt_tokens + request.output_tokens) / page_size)
+
+
+_TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
+_LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
+_REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read and validate a workload file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise WorkloadError(f"{path}: cannot read the workload file ({error.strerror})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise WorkloadError(
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
+    return parse_workload(document, source=str(path))
+
+
+def parse_workload(document: Any, source: str = "<workload>") -> Workload:
+    """Validate an already-decoded workload document (the JSON object of a workload file)."""
+    if not isinstance(document, Mapping):
+        raise WorkloadError(f"{source}: the workload must be a JSON object, got {_kind(document)}")
+    _reject_unknown(document, _TOP_FIELDS, source, "workload")
+    for field in ("format", "limits", "requests"):
+        if field not in document:
+            raise WorkloadError(f"{source}: missing field '{field}'")
+    if document["format"] != WORKLOAD_FORMAT:
+        raise WorkloadError(
+            f"{source}: field 'format' must be {WORKLOAD_FORMAT}, got {document['format']!r}"
+        )
+    name = _text(document.get("name", Path(source).stem), source, "name")
+    description = _text(document.get("description", ""), source, "description")
+    limits = _parse_limits(document["limits"], source)
+    requests = _parse_requests(document["requests"], source)
+    _check_fits(requests, limits, source)
+    return Workload(name=name, limits=limits, requests=requests, description=description)
+
+
+def workload_to_json(workload: Workload) -> dict[str, Any]:
+    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged."""
+    return {
+        "format": WORKLOAD_FORMAT,
+        "name": workload.name,
+        "description": workload.description,
+        "limits": {
+            "batch_limit": workload.limits.batch_limit,
+            "page_size": workload.limits.page_size,
+            "pool_pages": workload.limits.pool_pages,
+        },
+        "requests": [
+            {
+                "id": r.id,
+                "arrival": r.arrival,
+                "prompt_tokens": r.prompt_tokens,
+                "output_tokens": r.output_tokens,
+            }
+            for r in workload.requests
+        ],
+    }
+
+
+def _parse_limits(raw: Any, source: str) -> Limits:
+    where = f"{source}: limits"
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where}: must be a JSON object, got {_kind(raw)}")
+    _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
+    values = {}
+    for field, minimum in _LIMIT_FIELDS.items():
+        if field not in raw:
+            raise WorkloadError(f"{where}: missing field '{field}'")
+        values[field] = _integer(raw[field], minimum, f"{where}: field '{field}'")
+    return Limits(**values)
+
+
+def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise WorkloadError(f"{source}: field 'requests' must be a JSON array, got {_kind(raw)}")
+    if not raw:
+        raise WorkloadError(f"{source}: field 'requests' is empty; a workload needs a request")
+    requests: list[Request] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(raw):
+        label = f"{source}: request #{index}"
+        if not isinstance(item, Mapping):
+            raise WorkloadError(f"{label}: must be a JSON object, got {_kind(item)}")
+        if "id" in item and isinstance(item["id"], str):
+            label = f"{source}: request #{index} ('{item['id']}')"
+        _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
+        for field in _REQUEST_FIELDS:
+            if field not in item:
+                raise WorkloadError(f"{label}: missing field '{field}'")
+        request_id = item["id"]
+        if not isinstance(request_id, str) or not request_id:
+            raise WorkloadError(f"{label}: field 'id' must be a non-empty string, got {request_id!r}")
+        if request_id in seen:
+            raise WorkloadError(
+                f"{label}: duplicate request id '{request_id}' (first used by request #{seen[request_id]})"
+            )
+        seen[request_id] = index
+        numbers = {
+            field: _integer(item[field], minimum, f"{label}: field '{field}'")
+            for field, minimum in _REQUEST_FIELDS.items()
+            if minimum is not None
+        }
+        requests.append(Request(id=request_id, **numbers))
+    return tuple(requests)
+
+
+def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
+    """A request that can never fit the pool would wait forever; reject it up front (section 1)."""
+    for index, request in enumerate(requests):
+        needed = peak_pages(request, limits.page_size)
+        if needed > limits.pool_pages:
+            raise WorkloadError(
+                f"{source}: request #{index} ('{request.id}'): needs {needed} pages at its peak "
+                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens, "
+                f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
+                "it could never be admitted"
+            )
+
+
+def _integer(value: Any, minimum: int, where: str) -> int:
+    # bool is an int subclass in Python, but true/false is never a length in a workload file.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"{where} must be an integer, got {_kind(value)} {value!r}")
+    if value < minimum:
+        raise WorkloadError(f"{where} must be >= {minimum}, got {value}")
+    return value
+
+
+def _text(value: Any, source: str, field: str) -> str:
+    if not isinstance(value, str):
+        raise WorkloadError(f"{source}: field '{field}' must be a string, got {_kind(value)}")
+    return value
+
+
+def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise WorkloadError(
+            f"{where}: unknown field '{unknown[0]}' in {what} (known fields: {', '.join(sorted(known))})"
+        )
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
