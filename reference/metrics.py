@@ -84,9 +84,7 @@ def compute_metrics(workload: Workload, events: Sequence[IterationEvent]) -> Run
     """All of section 7 for one run."""
     limits = workload.limits
     admitted = admission_iterations(events)
-    waits = {
-        r.id: admitted[r.id] - 1 - r.arrival for r in workload.requests if r.id in admitted
-    }
+    waits = {r.id: admitted[r.id] - 1 - r.arrival for r in workload.requests if r.id in admitted}
     busy = [e for e in events if e.active]
     tokens = sum(len(e.decoded) for e in events)
     prompts = {r.id: r.prompt_tokens for r in workload.requests}

@@ -100,6 +100,4 @@ class ReferenceScheduler:
             freed[seq.request.id] = tuple(seq.pages)
             seq.pages = []
         self.running = still_running
-        return StepOutcome(
-            finished=tuple(finished), freed=freed, free_pages=self.pool.free_count
-        )
+        return StepOutcome(finished=tuple(finished), freed=freed, free_pages=self.pool.free_count)

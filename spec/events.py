@@ -7,7 +7,7 @@ the JSONL event log are all computed from these and nothing else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class IterationEvent:
     admitted: tuple[str, ...]
     """Requests that joined the batch in this iteration."""
     active: tuple[str, ...]
-    """The batch during this iteration: admitted in this or an earlier iteration, not yet finished."""
+    """The batch in this iteration, in admission order: admitted now or earlier, not finished."""
     decoded: tuple[str, ...]
     """One entry per token produced in this iteration (a request listed twice produced two)."""
     finished: tuple[str, ...]
@@ -35,6 +35,20 @@ class IterationEvent:
     """Free pages the scheduler reported after this iteration."""
     waiting: tuple[str, ...]
     """Arrived requests that were neither active nor finished in this iteration, queue order."""
+
+    # Real-engine extensions (spec/eventlog.md, section 4). The defaults are the lesson model, in
+    # which the engine never sets them.
+    computed: Mapping[str, int] | None = None
+    """Tokens whose KV each request computed in this iteration: a prompt chunk, a recompute after
+    preemption, or the one decode token. ``None``: the lesson model, where the admission iteration
+    computes the prompt plus the first token and every later iteration one token."""
+    cached: Mapping[str, int] = field(default_factory=dict)
+    """Tokens whose KV a request took from shared pages (a prefix-cache hit) without computing."""
+    shared: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Pages of ``allocated`` that a request took by reference (prefix sharing), not fresh."""
+    preempted: tuple[str, ...] = ()
+    """Requests preempted in this iteration: they released every page (listed in ``freed``)
+    before this iteration's allocation and went back to the head of the waiting queue."""
 
     @property
     def pages_in_use(self) -> int:

@@ -23,7 +23,7 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True)
 class Request:
-    """One request: it arrives at ``arrival``, brings ``prompt_tokens`` and asks for ``output_tokens``."""
+    """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``."""
 
     id: str
     arrival: int
@@ -57,7 +57,7 @@ class Workload:
 
 
 def peak_pages(request: Request, page_size: int) -> int:
-    """Pages a request holds in its last iteration: its prompt plus every output token (section 3.3)."""
+    """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
     return math.ceil((request.prompt_tokens + request.output_tokens) / page_size)
 
 
@@ -157,10 +157,13 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
                 raise WorkloadError(f"{label}: missing field '{field}'")
         request_id = item["id"]
         if not isinstance(request_id, str) or not request_id:
-            raise WorkloadError(f"{label}: field 'id' must be a non-empty string, got {request_id!r}")
+            raise WorkloadError(
+                f"{label}: field 'id' must be a non-empty string, got {request_id!r}"
+            )
         if request_id in seen:
             raise WorkloadError(
-                f"{label}: duplicate request id '{request_id}' (first used by request #{seen[request_id]})"
+                f"{label}: duplicate request id '{request_id}' "
+                f"(first used by request #{seen[request_id]})"
             )
         seen[request_id] = index
         numbers = {
@@ -204,7 +207,8 @@ def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: s
     unknown = sorted(set(raw) - known)
     if unknown:
         raise WorkloadError(
-            f"{where}: unknown field '{unknown[0]}' in {what} (known fields: {', '.join(sorted(known))})"
+            f"{where}: unknown field '{unknown[0]}' in {what} "
+            f"(known fields: {', '.join(sorted(known))})"
         )
 
 

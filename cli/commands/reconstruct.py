@@ -1,0 +1,51 @@
+"""``kvsched reconstruct``: find the lesson's teaching trace again with Z3 (spec/traces/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from kvsched.spec.workload import workload_to_json
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "reconstruct",
+        help="re-run the Z3 search that reconstructs the lesson's teaching trace",
+        description="Ask Z3 whether the lesson's six figures and storyboard can all hold, then "
+        "find the closest workload and write it. Every answer is replayed with the reference.",
+    )
+    parser.add_argument("--out", type=Path, help="write the workload file here")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per Z3 query")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kvsched.checks import teaching_trace
+
+    meaning = {"unsat": "impossible (proved)", "sat": "possible", "unknown": "not decided"}
+    for question in teaching_trace.QUESTIONS:
+        answer = teaching_trace.ask(question, args.timeout)
+        print(f"{answer.question}: {meaning[answer.verdict]} ({answer.seconds:.1f} s)")
+
+    workload = teaching_trace.closest(args.timeout)
+    if workload is None:
+        print("closest workload: none found within the timeout")
+        return 1
+    print("closest workload: storyboard + five figures exact, static P95 wait at its nearest miss")
+    for request in workload.requests:
+        print(
+            f"  {request.id}: arrival {request.arrival:3d}, prompt {request.prompt_tokens:3d}, "
+            f"output {request.output_tokens:3d}"
+        )
+    for policy, figures in teaching_trace.verify(workload).items():
+        print(
+            f"  {policy:10s} iterations {figures['iterations']}, utilization "
+            f"{figures['utilization']:.1%}, P95 wait {figures['p95_wait']:.1f} (reference replay)"
+        )
+    if args.out:
+        args.out.write_text(json.dumps(workload_to_json(workload), indent=2) + "\n")
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,153 @@
+"""``kvsched replay``: run both reference policies over a workload and show the lesson's comparison.
+
+The table puts the policies side by side; the timeline then tells, iteration by iteration, who is
+active, who waits, who finished and which pages were freed, as the lesson storyboards it. Runs of
+iterations in which nothing but decoding happened are folded into one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kvsched.reference import POLICIES, compute_metrics, run
+from kvsched.reference.engine import Run
+from kvsched.reference.metrics import RunMetrics
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.teaching import TEACHING_TRACE
+from kvsched.spec.workload import Workload, load_workload
+from tabulate import tabulate
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="compare static and continuous batching on a workload (default: the teaching trace)",
+        description="Run the reference static and continuous schedulers over WORKLOAD and print "
+        "their metrics side by side, then the membership timeline.",
+    )
+    parser.add_argument(
+        "workload",
+        nargs="?",
+        type=Path,
+        default=TEACHING_TRACE,
+        help="workload file (JSON, spec/schemas/workload.schema.json); default: the teaching trace",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--timeline",
+        choices=("changes", "full", "none"),
+        default="changes",
+        help="changes: fold iterations where only decoding happened (default); full: every "
+        "iteration; none: the table only",
+    )
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    workload = load_workload(args.workload)
+    runs = {policy: run(workload, scheduler, policy) for policy, scheduler in POLICIES.items()}
+    metrics = {policy: compute_metrics(workload, r.events) for policy, r in runs.items()}
+    if args.format == "json":
+        print(json.dumps({p: m.as_dict() for p, m in metrics.items()}, indent=2))
+        return 0
+    print(render_table(workload, metrics))
+    if args.timeline != "none":
+        for policy_run in runs.values():
+            print()
+            print(render_timeline(policy_run, fold=args.timeline == "changes"))
+    return 0
+
+
+def render_table(workload: Workload, metrics: dict[str, RunMetrics]) -> str:
+    limits = workload.limits
+    header = (
+        f"{workload.name}: {len(workload.requests)} requests, batch limit {limits.batch_limit}, "
+        f"pages of {limits.page_size} tokens, pool of {limits.pool_pages} pages"
+    )
+    rows = [
+        ("iterations", *(m.iterations for m in metrics.values())),
+        ("utilization", *(f"{m.utilization:.0%}" for m in metrics.values())),
+        ("P50 wait", *(_number(m.p50_wait) for m in metrics.values())),
+        ("P95 wait", *(_number(m.p95_wait) for m in metrics.values())),
+        ("max wait", *(m.max_wait for m in metrics.values())),
+        ("peak KV pages", *(m.peak_pages for m in metrics.values())),
+        ("peak wasted slots", *(m.peak_wasted_slots for m in metrics.values())),
+        ("mean wasted slots", *(f"{m.mean_wasted_slots:.1f}" for m in metrics.values())),
+    ]
+    table = tabulate(rows, headers=["metric", *metrics], tablefmt="simple", disable_numparse=True)
+    note = (
+        "utilization: tokens / (batch limit x iterations with a request active); waits in "
+        "iterations, P95 interpolated linearly (spec/semantics.md section 7)"
+    )
+    return f"{header}\n\n{table}\n\n{note}"
+
+
+def render_timeline(policy_run: Run, fold: bool = True) -> str:
+    lines = [f"{policy_run.policy} batching, membership per iteration:"]
+    events = policy_run.events
+    batch_limit = policy_run.workload.limits.batch_limit
+    index = 0
+    while index < len(events):
+        event = events[index]
+        if not fold or _eventful(event):
+            lines.append(_describe(event.iteration, event, batch_limit))
+            index += 1
+            continue
+        end = index
+        while end + 1 < len(events) and not _eventful(events[end + 1]):
+            end += 1
+        lines.append(_describe_quiet(events[index], events[end], batch_limit))
+        index = end + 1
+    return "\n".join(lines)
+
+
+def _eventful(event: IterationEvent) -> bool:
+    return bool(event.admitted or event.finished or event.arrived)
+
+
+def _describe(iteration: int, event: IterationEvent, batch_limit: int) -> str:
+    parts = []
+    if event.arrived:
+        parts.append(f"{_ids(event.arrived)} arrive{'s' if len(event.arrived) == 1 else ''}")
+    if event.admitted:
+        parts.append(f"{_ids(event.admitted)} join")
+    active = _ids(event.active) if event.active else "nobody"
+    parts.append(f"{active} decode" if event.active else "idle")
+    if event.waiting:
+        parts.append(f"{_ids(event.waiting)} wait{'s' if len(event.waiting) == 1 else ''}")
+    for request_id in event.finished:
+        pages = event.freed.get(request_id, ())
+        parts.append(f"{request_id} finishes, frees {len(pages)} pages {_pages(pages)}")
+    idle = batch_limit - len(event.active)
+    if event.waiting and idle > 0:
+        parts.append(f"{idle} slot{'s' if idle > 1 else ''} idle")
+    if event.active:
+        parts.append(f"{event.pages_in_use} pages in use")
+    return f"  {iteration:>7}  " + "; ".join(parts)
+
+
+def _describe_quiet(first: IterationEvent, last: IterationEvent, batch_limit: int) -> str:
+    span = f"{first.iteration}-{last.iteration}" if last is not first else str(first.iteration)
+    text = f"{_ids(first.active)} decode" if first.active else "idle: nothing active or waiting"
+    if first.waiting:
+        text += f"; {_ids(first.waiting)} wait{'s' if len(first.waiting) == 1 else ''}"
+        idle = batch_limit - len(first.active)
+        if idle > 0:
+            text += f"; {idle} slot{'s' if idle > 1 else ''} idle"
+    return f"  {span:>7}  {text}"
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return " ".join(ids)
+
+
+def _pages(pages: Sequence[int]) -> str:
+    return "[" + ",".join(str(p) for p in pages) + "]"
+
+
+def _number(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".")

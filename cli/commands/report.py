@@ -1,0 +1,239 @@
+"""``kvsched report``: run workloads under policies (or read asv results), write a report, gate.
+
+Writes ``OUT/NAME/report.md``, ``report.html`` (self-contained), ``results.json`` (the figures,
+readable back as a later report's ``--baseline``) and the PNG plots. With ``--baseline`` the
+report compares every metric; each ``--fail-on`` threshold then makes the command exit 1 when a
+case regresses beyond it, which is the CI gate. Bad arguments exit 2 before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from kvsched.cli import UsageError
+from kvsched.reference import POLICIES
+from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.workload import Workload, WorkloadError, load_workload
+
+DEFAULT_POLICIES = "static,continuous"
+DEFAULT_OUT = "reports"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write a Markdown and HTML report with metric tables and plots; gate regressions",
+        description="Run WORKLOADs under the policies with the reference engine (or read asv "
+        "results) and write OUT/NAME/report.md, report.html, results.json and PNG plots. With "
+        "--baseline, compare; with --fail-on, exit 1 on a regression beyond a threshold.",
+    )
+    parser.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help="a workload file, or family:NAME:SIZE[:SEED] for a seeded randomized workload "
+        "(kvsched.reference.families); default: the teaching trace",
+    )
+    parser.add_argument(
+        "--policies",
+        default=DEFAULT_POLICIES,
+        help="comma-separated: a reference policy (static, continuous) or NAME=TARGET for a "
+        f"scheduler as `kvsched check` loads it (pkg.mod:Class, file.py:Class); default "
+        f"{DEFAULT_POLICIES}",
+    )
+    parser.add_argument("--name", help="report folder name (default: the workload's name)")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--baseline",
+        metavar="SOURCE",
+        help="compare against a previous report (its folder or results.json) or asv results "
+        "(a results folder or run file, optionally @COMMIT)",
+    )
+    parser.add_argument(
+        "--asv-results",
+        metavar="SOURCE",
+        help="report these asv results (a results folder or run file, optionally @COMMIT) "
+        "instead of running workloads",
+    )
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="THRESHOLD",
+        help="exit 1 if a metric regresses beyond THRESHOLD against --baseline: 'p95_wait>+5%%' "
+        "(rise over 5%%), 'utilization<-5%%' (fall over 5%%), 'iterations>+3' (absolute); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "stepped", "fast"),
+        default="auto",
+        help="stepped: the iteration loop (all plots); fast: the event-jumping replay of the "
+        "reference policies (no per-iteration plots); auto: fast from 5000 requests",
+    )
+    parser.add_argument(
+        "--no-plots",
+        action="store_true",
+        help="tables only: skip the PNG plots (a quick CI gate on large workloads)",
+    )
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kvsched.reports.gate import ThresholdError, describe_breach, parse_threshold
+    from kvsched.reports.results import ResultsError
+    from kvsched.reports.sources import read_source
+
+    try:
+        thresholds = [parse_threshold(text) for text in args.fail_on]
+    except ThresholdError as error:
+        raise UsageError(f"--fail-on {error}") from None
+    if thresholds and not args.baseline:
+        raise UsageError("--fail-on needs --baseline: a threshold limits the change from it")
+    if args.asv_results and args.workloads:
+        raise UsageError("give WORKLOADs to run or --asv-results to read, not both")
+    try:
+        baseline = read_source(args.baseline) if args.baseline else None
+        candidate = read_source(args.asv_results) if args.asv_results else None
+    except ResultsError as error:
+        raise UsageError(str(error)) from None
+    workloads = [] if candidate else _workloads(args.workloads)
+    policies = {} if candidate else _policies(args.policies)
+    name = args.name or ("asv-report" if candidate else "")
+    if not name:
+        if len(workloads) > 1:
+            raise UsageError("several workloads have no single name: give the report --name")
+        name = workloads[0].name
+    if "/" in name or name in (".", ".."):
+        raise UsageError(f"--name '{name}' must be a plain folder name, without '/'")
+    folder = Path(args.out) / name
+
+    from kvsched.reports.build import build_report
+
+    try:
+        report = build_report(
+            folder,
+            _command(args, name),
+            workloads,
+            policies,
+            args.engine,
+            candidate,
+            baseline,
+            thresholds,
+            teaching=_teaching(),
+            plots=not args.no_plots,
+        )
+    except ThresholdError as error:
+        raise UsageError(f"--fail-on {error}") from None
+    print(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
+    if report.verdict is None:
+        return 0
+    for breach in report.verdict.breaches:
+        print(f"regression: {describe_breach(breach)}", file=sys.stderr)
+    verdict = "passed" if report.verdict.passed else "FAILED"
+    print(
+        f"gate {verdict}: {len(report.verdict.breaches)} regression(s), "
+        f"{len(thresholds)} threshold(s)"
+    )
+    return 0 if report.verdict.passed else 1
+
+
+def _workloads(specs: list[str]) -> list[Workload]:
+    if not specs:
+        return [load_teaching_trace()]
+    workloads = [_workload(spec) for spec in specs]
+    seen: dict[str, str] = {}
+    for spec, workload in zip(specs, workloads, strict=True):
+        if workload.name in seen:
+            raise UsageError(
+                f"{spec} and {seen[workload.name]} are both named '{workload.name}'; a report "
+                "keys its figures by workload name, so give them different names"
+            )
+        seen[workload.name] = spec
+    return workloads
+
+
+def _workload(spec: str) -> Workload:
+    if not spec.startswith("family:"):
+        return load_workload(spec)
+    from kvsched.reference.families import generate
+
+    parts = spec.split(":")[1:]
+    if len(parts) not in (2, 3):
+        raise UsageError(f"{spec}: write family:NAME:SIZE or family:NAME:SIZE:SEED")
+    name, *numbers = parts
+    if not all(n.isdigit() for n in numbers):
+        bad = next(n for n in numbers if not n.isdigit())
+        raise UsageError(f"{spec}: '{bad}' is not a non-negative integer (SIZE and SEED are)")
+    size, seed = int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else 0
+    try:
+        return generate(name, size, seed)
+    except ValueError as error:
+        raise UsageError(f"{spec}: {error}") from None
+
+
+def _policies(text: str) -> dict[str, SchedulerFactory]:
+    policies: dict[str, SchedulerFactory] = {}
+    for item in (part.strip() for part in text.split(",")):
+        name, _, target = item.partition("=")
+        if not name:
+            raise UsageError(f"--policies: empty policy name in '{text}'")
+        if name in policies:
+            raise UsageError(f"--policies: '{name}' is given twice")
+        if target:
+            policies[name] = _load_scheduler(name, target)
+        elif name in POLICIES:
+            policies[name] = POLICIES[name]
+        else:
+            known = ", ".join(POLICIES)
+            raise UsageError(
+                f"--policies: '{name}' is not a reference policy ({known}); for a scheduler of "
+                f"your own write NAME=package.module:Class"
+            )
+    return policies
+
+
+def _load_scheduler(name: str, target: str) -> SchedulerFactory:
+    from kvsched.checks.targets import SchedulerTarget, TargetError, load_target
+
+    try:
+        loaded = load_target(target)
+    except TargetError as error:
+        raise UsageError(f"--policies {name}={target}: {error}") from None
+    if not isinstance(loaded, SchedulerTarget):
+        raise UsageError(
+            f"--policies {name}={target}: a report runs schedulers (package.module:Class or "
+            "file.py:Class), not a learner's solution or an event log"
+        )
+    return loaded.factory
+
+
+def _teaching() -> Workload | None:
+    try:
+        return load_teaching_trace()
+    except (WorkloadError, OSError):
+        return None
+
+
+def _command(args: argparse.Namespace, name: str) -> str:
+    """The command line that regenerates this report, with defaults left out."""
+    words = ["kvsched", "report", *args.workloads]
+    if args.policies != DEFAULT_POLICIES:
+        words += ["--policies", args.policies]
+    if args.asv_results:
+        words += ["--asv-results", args.asv_results]
+    words += ["--name", name, "--out", args.out]
+    if args.engine != "auto":
+        words += ["--engine", args.engine]
+    if args.no_plots:
+        words.append("--no-plots")
+    if args.baseline:
+        words += ["--baseline", args.baseline]
+    for threshold in args.fail_on:
+        words += ["--fail-on", threshold]
+    return shlex.join(words)

@@ -1,0 +1,40 @@
+"""The lesson's teaching trace and the figures the lesson publishes for it (section 9).
+
+The figures are the lesson's, as printed on its page: they are the targets the reconstructed
+workload is measured against, not results of ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .workload import Workload, load_workload
+
+TEACHING_TRACE = Path(__file__).parent / "traces" / "teaching.json"
+
+
+@dataclass(frozen=True)
+class PublishedFigures:
+    """One policy's row of the lesson's table, rounded as the lesson prints it."""
+
+    iterations: int
+    utilization_percent: int
+    p95_wait: int
+
+
+PUBLISHED = {
+    "static": PublishedFigures(iterations=116, utilization_percent=61, p95_wait=19),
+    "continuous": PublishedFigures(iterations=88, utilization_percent=86, p95_wait=7),
+}
+
+# The lesson's storyboard: a, b and c form the first batch holding 11 pages; a finishes in
+# iteration 14; under continuous batching d takes a's freed slot in iteration 15.
+STORYBOARD_FIRST_BATCH = ("a", "b", "c")
+STORYBOARD_FIRST_BATCH_PAGES = 11
+STORYBOARD_A_FINISHES = 14
+STORYBOARD_D_JOINS_CONTINUOUS = 15
+
+
+def load_teaching_trace() -> Workload:
+    return load_workload(TEACHING_TRACE)
