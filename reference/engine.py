@@ -75,7 +75,7 @@ def run(
     arrivals = arrival_order(workload)
     next_arrival = 0
     members: list[str] = []  # the batch, in admission order
-    waiting: list[str] = []
+    waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
     tables: dict[str, tuple[int, ...]] = {}
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []
@@ -93,7 +93,7 @@ def run(
             if isinstance(fault, SchedulerFault):
                 return Run(workload, policy, tuple(events), fault=fault, drained=False)
             arrived.append(request.id)
-            waiting.append(request.id)
+            waiting[request.id] = None
 
         batch = _call(scheduler, "schedule", iteration)
         if isinstance(batch, SchedulerFault):
@@ -106,8 +106,7 @@ def run(
         for request_id in batch.admitted:
             if request_id not in members:
                 members.append(request_id)
-            if request_id in waiting:
-                waiting.remove(request_id)
+            waiting.pop(request_id, None)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
         allocated = {}
         for rid, pages in page_tables.items():
