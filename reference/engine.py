@@ -84,7 +84,8 @@ def run(
     iteration = 0
     while len(finished_ever) < everyone and iteration < bound:
         iteration += 1
-        # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on.
+        # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
+        # scheduler cannot admit what it has not been handed (REQ-1).
         arrived: list[str] = []
         while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
             request = arrivals[next_arrival]

@@ -73,7 +73,8 @@ class ReferenceScheduler:
             self._grow(seq)
         return ScheduledBatch(
             admitted=tuple(admitted),
-            decode=tuple(seq.request.id for seq in self.running),  # one token each (DEC-1)
+            # every active request, once, and nobody else (DEC-1, DEC-2)
+            decode=tuple(seq.request.id for seq in self.running),
             page_tables={seq.request.id: tuple(seq.pages) for seq in self.running},
         )
 
@@ -93,6 +94,7 @@ class ReferenceScheduler:
             if not seq.done:
                 still_running.append(seq)
                 continue
+            # Done after exactly output_tokens tokens; it leaves running, so finishes once (REQ-2).
             # A finished request releases every page at once (PAGE-4).
             self.pool.free(seq.request.id, seq.pages)
             self.committed_pages -= peak_pages(seq.request, self.limits.page_size)
