@@ -11,13 +11,13 @@ stops with a :class:`SchedulerFault` (PROTO-1), never with a traceback of ours.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload
 
 
 @dataclass(frozen=True)
@@ -66,93 +66,120 @@ def run(
     """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound."""
     bound = iteration_bound(workload) if max_iterations is None else max_iterations
     policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
-    try:
-        scheduler = scheduler_factory(workload.limits)
-    except Exception as error:  # a third-party constructor may raise anything
-        fault = SchedulerFault(0, "__init__", _describe(error))
-        return Run(workload, policy, (), fault=fault, drained=False)
-
+    driver = SchedulerDriver(scheduler_factory, workload.limits)
+    if driver.fault is not None:
+        return Run(workload, policy, (), fault=driver.fault, drained=False)
     arrivals = arrival_order(workload)
     next_arrival = 0
-    members: list[str] = []  # the batch, in admission order
-    waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
-    tables: dict[str, tuple[int, ...]] = {}
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []
-    everyone = len(workload.requests)
-
     iteration = 0
-    while len(finished_ever) < everyone and iteration < bound:
+    while len(finished_ever) < len(workload.requests) and iteration < bound:
         iteration += 1
         # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
         # scheduler cannot admit what it has not been handed (REQ-1).
-        arrived: list[str] = []
+        first = next_arrival
         while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
-            request = arrivals[next_arrival]
             next_arrival += 1
-            fault = _call(scheduler, "add_request", iteration, request)
+        outcome = driver.step(iteration, arrivals[first:next_arrival])
+        if isinstance(outcome, SchedulerFault):
+            return Run(workload, policy, tuple(events), fault=outcome, drained=False)
+        events.append(outcome)
+        finished_ever.update(outcome.finished)
+    drained = len(finished_ever) == len(workload.requests)
+    return Run(workload, policy, tuple(events), drained=drained)
+
+
+class SchedulerDriver:
+    """One scheduler under the engine's loop, one iteration per :meth:`step`.
+
+    :func:`run` decides the arrivals from a workload; the stateful tests in ``kvsched.checks``
+    decide them between iterations. Both drive the scheduler through this one loop body.
+    """
+
+    def __init__(self, factory: SchedulerFactory, limits: Limits) -> None:
+        self.scheduler: Any = None
+        self.fault: SchedulerFault | None = None
+        """Set once the scheduler raised or broke the protocol; the driver stops there."""
+        try:
+            self.scheduler = factory(limits)
+        except Exception as error:  # a third-party constructor may raise anything: PROTO-1
+            self.fault = SchedulerFault(0, "__init__", _describe(error))
+        self.members: list[str] = []  # the batch, in admission order
+        self.waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
+        self.tables: dict[str, tuple[int, ...]] = {}
+
+    def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
+        """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
+        if self.fault is not None:
+            return self.fault
+        arrived: list[str] = []
+        for request in arrivals:
+            fault = _call(self.scheduler, "add_request", iteration, request)
             if isinstance(fault, SchedulerFault):
-                return Run(workload, policy, tuple(events), fault=fault, drained=False)
+                return self._stop(fault)
             arrived.append(request.id)
-            waiting[request.id] = None
+            self.waiting[request.id] = None
 
-        batch = _call(scheduler, "schedule", iteration)
-        if isinstance(batch, SchedulerFault):
-            return Run(workload, policy, tuple(events), fault=batch, drained=False)
-        problem = _malformed_batch(batch)
+        batch = _call(self.scheduler, "schedule", iteration)
+        problem = batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch)
         if problem:
-            fault = SchedulerFault(iteration, "schedule", problem)
-            return Run(workload, policy, tuple(events), fault=fault, drained=False)
-
+            return self._stop(_fault(problem, iteration, "schedule"))
         for request_id in batch.admitted:
-            if request_id not in members:
-                members.append(request_id)
-            waiting.pop(request_id, None)
+            if request_id not in self.members:
+                self.members.append(request_id)
+            self.waiting.pop(request_id, None)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
         allocated = {}
         for rid, pages in page_tables.items():
-            before = set(tables.get(rid, ()))
+            held = self.tables.get(rid, ())
+            if pages == held:  # the common case, compared in C: nothing new
+                continue
+            before = set(held)
             new = tuple(p for p in pages if p not in before)
             if new:
                 allocated[rid] = new
 
         # 3.4 Decode: the model produces one token per decode entry.
-        tokens = Counter(batch.decode)
-        outcome = _call(scheduler, "update_from_output", iteration, ModelOutput(dict(tokens)))
-        if isinstance(outcome, SchedulerFault):
-            return Run(workload, policy, tuple(events), fault=outcome, drained=False)
-        problem = _malformed_outcome(outcome)
+        output = ModelOutput(dict(Counter(batch.decode)))
+        outcome = _call(self.scheduler, "update_from_output", iteration, output)
+        problem = outcome if isinstance(outcome, SchedulerFault) else _malformed_outcome(outcome)
         if problem:
-            fault = SchedulerFault(iteration, "update_from_output", problem)
-            return Run(workload, policy, tuple(events), fault=fault, drained=False)
+            return self._stop(_fault(problem, iteration, "update_from_output"))
 
-        events.append(
-            IterationEvent(
-                iteration=iteration,
-                arrived=tuple(arrived),
-                admitted=tuple(batch.admitted),
-                active=tuple(members),
-                decoded=tuple(batch.decode),
-                finished=tuple(outcome.finished),
-                page_tables=page_tables,
-                allocated=allocated,
-                freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
-                free_pages=outcome.free_pages,
-                waiting=tuple(waiting),
-            )
+        event = IterationEvent(
+            iteration=iteration,
+            arrived=tuple(arrived),
+            admitted=tuple(batch.admitted),
+            active=tuple(self.members),
+            decoded=tuple(batch.decode),
+            finished=tuple(outcome.finished),
+            page_tables=page_tables,
+            allocated=allocated,
+            freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
+            free_pages=outcome.free_pages,
+            waiting=tuple(self.waiting),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
-        tables = dict(page_tables)
+        self.tables = dict(page_tables)
         for rid, pages in outcome.freed.items():
             released = set(pages)
-            tables[rid] = tuple(p for p in tables.get(rid, ()) if p not in released)
+            self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in released)
         for request_id in outcome.finished:
-            finished_ever.add(request_id)
-            if request_id in members:
-                members.remove(request_id)
-            tables.pop(request_id, None)
+            if request_id in self.members:
+                self.members.remove(request_id)
+            self.tables.pop(request_id, None)
+        return event
 
-    return Run(workload, policy, tuple(events), drained=len(finished_ever) == everyone)
+    def _stop(self, fault: SchedulerFault) -> SchedulerFault:
+        self.fault = fault
+        return fault
+
+
+def _fault(problem: SchedulerFault | str, iteration: int, call: str) -> SchedulerFault:
+    return (
+        problem if isinstance(problem, SchedulerFault) else SchedulerFault(iteration, call, problem)
+    )
 
 
 def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:

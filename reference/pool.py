@@ -9,6 +9,7 @@ broken call through silently.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 
 class PoolError(RuntimeError):
@@ -43,7 +44,7 @@ class PagePool:
             self._owner[page] = owner
         return pages
 
-    def free(self, owner: str, pages: list[int]) -> None:
+    def free(self, owner: str, pages: Sequence[int]) -> None:
         """Return ``owner``'s pages to the pool; all of them, or none if any is not theirs."""
         for page in pages:
             holder = self._owner.get(page)

@@ -9,7 +9,7 @@ admission is open: :mod:`.static` and :mod:`.continuous`.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
 from kvsched.spec.workload import Limits, Request, peak_pages
@@ -24,7 +24,7 @@ class Sequence:
 
     request: Request
     generated: int = 0
-    pages: list[int] = field(default_factory=list)
+    pages: tuple[int, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -75,7 +75,7 @@ class ReferenceScheduler:
             admitted=tuple(admitted),
             # every active request, once, and nobody else (DEC-1, DEC-2)
             decode=tuple(seq.request.id for seq in self.running),
-            page_tables={seq.request.id: tuple(seq.pages) for seq in self.running},
+            page_tables={seq.request.id: seq.pages for seq in self.running},
         )
 
     def _grow(self, seq: Sequence) -> None:
@@ -83,7 +83,7 @@ class ReferenceScheduler:
         held_after_decode = seq.request.prompt_tokens + seq.generated + 1
         missing = pages_for(held_after_decode, self.limits.page_size) - len(seq.pages)
         if missing > 0:
-            seq.pages.extend(self.pool.allocate(seq.request.id, missing))
+            seq.pages += tuple(self.pool.allocate(seq.request.id, missing))
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         finished: list[str] = []
@@ -99,7 +99,7 @@ class ReferenceScheduler:
             self.pool.free(seq.request.id, seq.pages)
             self.committed_pages -= peak_pages(seq.request, self.limits.page_size)
             finished.append(seq.request.id)
-            freed[seq.request.id] = tuple(seq.pages)
-            seq.pages = []
+            freed[seq.request.id] = seq.pages
+            seq.pages = ()
         self.running = still_running
         return StepOutcome(finished=tuple(finished), freed=freed, free_pages=self.pool.free_count)
