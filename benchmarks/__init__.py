@@ -1,0 +1,1 @@
+"""kvsched's asv benchmark suite (see README.md here). Not part of the kvsched package."""

@@ -1,0 +1,188 @@
+"""Seeded families of randomized workloads, for benchmarks and scale tests (spec/semantics.md, 1).
+
+A family fixes the shape of a workload: how requests arrive, how long their prompts and outputs
+are, and how large the page pool is next to them. :func:`generate` draws ``size`` requests of a
+family from a seed. It is a pure function of ``(family, size, seed)``: the same arguments give the
+same workload on every run, machine and Python version, because it draws only
+``random.Random.random()`` (whose sequence Python guarantees not to change) and turns the draws
+into numbers with IEEE arithmetic, ``sqrt`` and ``floor`` (exactly rounded everywhere). The one
+``exp`` per workload, for the Poisson threshold, could differ between C libraries in its last bit;
+a draw would have to land within that bit to change anything.
+
+The families, named ``ARRIVALS-LENGTHS-POOL``:
+
+- arrivals ``poisson``: a Poisson process, counts per iteration drawn with Knuth's product method;
+  ``bursty``: bursts of simultaneous arrivals (geometric sizes, mean 16) at a Poisson rate. Either
+  way the offered load is ``load`` times what ``batch_limit`` slots decode at the family's mean
+  output length.
+- lengths ``short`` (prompts 1-64, outputs 1-32 tokens), ``long`` (prompts 128-1024, outputs
+  100-300, mean about 200) and ``heavy`` (Pareto tails with index 2, capped at 4096 tokens).
+- pool ``roomy``: every batch fits at its peak, the pool never binds; ``tight``: the pool holds
+  the batch's mean peak pages for only half its slots (or the largest request, if more), so the
+  peak-page commitment rule of section 3.2 decides admission.
+
+Every request's peak pages fit the pool, so each workload is one the loader accepts (section 1).
+Requests are declared in arrival order and named ``r0``, ``r1``, ...
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from kvsched.spec.workload import Limits, Request, Workload, peak_pages
+
+ARRIVALS = ("poisson", "bursty")
+LENGTHS = ("short", "long", "heavy")
+POOLS = ("tight", "roomy")
+
+MEAN_BURST = 16
+"""Mean number of requests in one burst of the ``bursty`` arrivals."""
+HEAVY_CAP = 4096
+"""Longest heavy-tailed prompt or output, in tokens: a tail, but one that fits a pool."""
+_MEAN_OUTPUT = {"short": 16.5, "long": 200.0, "heavy": 16.0}
+"""Mean output tokens of each length class (heavy: about 2 x 8), for the arrival rate."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """The shape of a workload; :func:`generate` draws its requests."""
+
+    name: str
+    arrivals: str
+    lengths: str
+    pool: str
+    batch_limit: int = 64
+    page_size: int = 16
+    load: float = 0.95
+    """Offered load: arrivals per iteration over the rate the batch slots can decode."""
+
+
+def _family(arrivals: str, lengths: str, pool: str, **limits: int) -> Family:
+    return Family(f"{arrivals}-{lengths}-{pool}", arrivals, lengths, pool, **limits)
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f for f in (_family(a, n, p) for a in ARRIVALS for n in LENGTHS for p in POOLS)
+}
+"""All twelve combinations, batch limit 64, pages of 16 tokens."""
+
+SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
+"""The large-replay shape of issue 4: batch limit 256, mean output about 200 tokens."""
+
+
+def family_named(name: str) -> Family:
+    """The family called ``name`` (one of :data:`FAMILIES`, or ``scale``)."""
+    if name == SCALE.name:
+        return SCALE
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        known = ", ".join([*FAMILIES, SCALE.name])
+        raise ValueError(f"unknown workload family {name!r} (known: {known})") from None
+
+
+def generate(family: Family | str, size: int, seed: int) -> Workload:
+    """``size`` requests of ``family`` drawn from ``seed``, with limits that fit them."""
+    family = family_named(family) if isinstance(family, str) else family
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int, got {size!r}")
+    for kind, value, known in (
+        ("arrivals", family.arrivals, ARRIVALS),
+        ("lengths", family.lengths, LENGTHS),
+        ("pool", family.pool, POOLS),
+    ):
+        if value not in known:
+            raise ValueError(
+                f"family {family.name!r}: {kind} must be one of {known}, got {value!r}"
+            )
+    # Separate streams, so that changing how lengths are drawn leaves arrival times alone.
+    arrival_rng = random.Random(f"{family.name}/{seed}/arrivals")
+    length_rng = random.Random(f"{family.name}/{seed}/lengths")
+    rate = family.load * family.batch_limit / _MEAN_OUTPUT[family.lengths]
+    if family.arrivals == "poisson":
+        arrivals = _poisson_arrivals(arrival_rng, rate, size)
+    else:
+        arrivals = _bursty_arrivals(arrival_rng, rate, size)
+    requests = tuple(
+        Request(f"r{index}", arrival, *_lengths(length_rng, family.lengths))
+        for index, arrival in enumerate(arrivals)
+    )
+    limits = Limits(
+        batch_limit=family.batch_limit,
+        page_size=family.page_size,
+        pool_pages=_pool_pages(family, requests),
+    )
+    return Workload(
+        name=f"{family.name}-n{size}-s{seed}",
+        limits=limits,
+        requests=requests,
+        description=f"kvsched.reference.families.generate({family.name!r}, {size}, {seed})",
+    )
+
+
+def _uniform(rng: random.Random, low: int, high: int) -> int:
+    """An integer in ``low..high``, each equally likely."""
+    return min(high, low + math.floor(rng.random() * (high - low + 1)))
+
+
+def _pareto(rng: random.Random, scale: int) -> int:
+    """A Pareto draw with tail index 2 (finite mean, infinite variance), capped at HEAVY_CAP."""
+    # Inverse CDF of P(X > x) = (scale / x)^2; 1 - random() lies in (0, 1], so no division by 0.
+    return min(HEAVY_CAP, math.floor(scale / math.sqrt(1.0 - rng.random())))
+
+
+def _lengths(rng: random.Random, lengths: str) -> tuple[int, int]:
+    """(prompt_tokens, output_tokens) of one request."""
+    if lengths == "short":
+        return _uniform(rng, 1, 64), _uniform(rng, 1, 32)
+    if lengths == "long":
+        return _uniform(rng, 128, 1024), _uniform(rng, 100, 300)
+    return _pareto(rng, 16), _pareto(rng, 8)
+
+
+def _poisson_count(rng: random.Random, threshold: float) -> int:
+    """Knuth's method: multiply uniforms until the product drops to ``exp(-rate)``."""
+    count, product = 0, rng.random()
+    while product > threshold:
+        count += 1
+        product *= rng.random()
+    return count
+
+
+def _poisson_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
+    """Arrival times of ``size`` requests from a Poisson process of ``rate`` per iteration."""
+    threshold = math.exp(-rate)
+    arrivals: list[int] = []
+    time = 0
+    while len(arrivals) < size:
+        arrivals.extend([time] * _poisson_count(rng, threshold))
+        time += 1
+    return arrivals[:size]
+
+
+def _bursty_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
+    """Bursts at ``rate / MEAN_BURST`` per iteration, each of geometric size (mean MEAN_BURST)."""
+    threshold = math.exp(-rate / MEAN_BURST)
+    carry_on = 1 - 1 / MEAN_BURST
+    arrivals: list[int] = []
+    time = 0
+    while len(arrivals) < size:
+        for _ in range(_poisson_count(rng, threshold)):
+            burst = 1
+            while rng.random() < carry_on:
+                burst += 1
+            arrivals.extend([time] * burst)
+        time += 1
+    return arrivals[:size]
+
+
+def _pool_pages(family: Family, requests: tuple[Request, ...]) -> int:
+    """Roomy: a full batch of the largest requests fits. Tight: half a batch of average ones."""
+    peaks = [peak_pages(r, family.page_size) for r in requests]
+    largest = max(peaks)
+    if family.pool == "roomy":
+        return family.batch_limit * largest
+    # Never below the largest request's peak: that workload would be invalid (section 1).
+    return max(largest, sum(peaks) * family.batch_limit // (2 * len(peaks)))
