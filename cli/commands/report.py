@@ -85,7 +85,12 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kvsched.reports.gate import ThresholdError, describe_breach, parse_threshold
+    from kvsched.reports.gate import (
+        ThresholdError,
+        describe_breach,
+        describe_failure,
+        parse_threshold,
+    )
     from kvsched.reports.results import ResultsError
     from kvsched.reports.sources import read_source
 
@@ -104,6 +109,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     workloads = [] if candidate else _workloads(args.workloads)
     policies = {} if candidate else _policies(args.policies)
+    under_test = [name for name, factory in policies.items() if factory is not POLICIES.get(name)]
+    if args.engine == "fast" and under_test:
+        raise UsageError(
+            f"--engine fast replays the reference policies only; {', '.join(under_test)} "
+            "must run stepped (use --engine auto or stepped)"
+        )
     name = args.name or ("asv-report" if candidate else "")
     if not name:
         if len(workloads) > 1:
@@ -135,11 +146,11 @@ def main(args: argparse.Namespace) -> int:
         return 0
     for breach in report.verdict.breaches:
         print(f"regression: {describe_breach(breach)}", file=sys.stderr)
+    for threshold, label in report.verdict.failures:
+        print(f"regression: {describe_failure(threshold, label)}", file=sys.stderr)
     verdict = "passed" if report.verdict.passed else "FAILED"
-    print(
-        f"gate {verdict}: {len(report.verdict.breaches)} regression(s), "
-        f"{len(thresholds)} threshold(s)"
-    )
+    problems = len(report.verdict.breaches) + len(report.verdict.failures)
+    print(f"gate {verdict}: {problems} regression(s), {len(thresholds)} threshold(s)")
     return 0 if report.verdict.passed else 1
 
 

@@ -1,0 +1,73 @@
+"""How every plot of a report is drawn and saved: colours, style and byte-stable PNG files.
+
+Each plot module builds a :class:`matplotlib.figure.Figure` directly, without pyplot, so no
+global figure state or interactive backend is involved, and saves it with :func:`save_png`.
+The default style is applied explicitly, so a user's matplotlibrc cannot change a committed
+report, and the PNG metadata omits the software version, so regenerating a report with the same
+matplotlib gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+POLICY_COLOURS = {"static": "#d95f02", "continuous": "#1b9e77"}
+_OTHER_COLOURS = ("#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
+WAITING_COLOUR = "#c8c8c8"
+IDLE_COLOUR = "#e31a1c"
+DPI = 100
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A saved PNG and the words that go with it in the report."""
+
+    filename: str
+    title: str
+    caption: str
+
+
+def policy_colour(policy: str, order: int) -> str:
+    return POLICY_COLOURS.get(policy, _OTHER_COLOURS[order % len(_OTHER_COLOURS)])
+
+
+def slug(name: str) -> str:
+    """A workload name made safe as part of a file name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "workload"
+
+
+@contextmanager
+def report_style() -> Iterator[None]:
+    """matplotlib's default style plus a few report settings, whatever the user's rcParams."""
+    import matplotlib.style
+
+    with matplotlib.style.context("default"):
+        matplotlib.rcParams.update(
+            {
+                "font.size": 11,
+                "axes.titlesize": 12,
+                "axes.spines.top": False,
+                "axes.spines.right": False,
+                "figure.dpi": DPI,
+                "savefig.dpi": DPI,
+                "path.simplify": True,
+            }
+        )
+        yield
+
+
+def new_figure(width: float, height: float) -> Any:
+    """A pyplot-free figure (the Agg canvas is attached when it is saved)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def save_png(figure: Any, path: Path) -> None:
+    # Software would embed the matplotlib version; nothing else time-dependent is written to PNG.
+    figure.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
