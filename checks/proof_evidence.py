@@ -1,0 +1,35 @@
+"""Z3 evidence for the reference schedulers: which invariants are proved for every iteration.
+
+The Z3 models (:mod:`.z3_model`) describe the reference static and continuous transition systems
+and are cross-checked against ``reference/``, so their inductive proofs (:mod:`.z3_induction`)
+speak about exactly those two classes and nothing else: a subclass, a learner's solution or a
+third-party scheduler gets no Z3 line in its verdict. An invariant counts as proved only if every
+obligation naming it came back "proved"; Z3's "unknown" (a timeout) is not a proof.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from kvsched.reference import ContinuousScheduler, StaticScheduler
+from kvsched.spec.protocol import SchedulerFactory
+
+MODELLED: dict[object, str] = {StaticScheduler: "static", ContinuousScheduler: "continuous"}
+
+
+def modelled_policy(factory: SchedulerFactory) -> str:
+    """The policy whose Z3 model is ``factory``, or "" when no model describes it."""
+    return MODELLED.get(factory, "")
+
+
+def proved_invariants(policy: str, requests: int, timeout_s: float) -> tuple[str, ...]:
+    """Catalogue ids proved inductive for ``requests`` symbolic requests under ``policy``."""
+    from .z3_induction import prove_inductive  # z3 is imported only when proofs are asked for
+    from .z3_model import Rules
+    from .z3_query import PROVED
+
+    outcomes: defaultdict[str, list[bool]] = defaultdict(list)
+    for obligation in prove_inductive(Rules(policy), requests, timeout_s):
+        for invariant in obligation.ids:
+            outcomes[invariant].append(obligation.answer.verdict == PROVED)
+    return tuple(sorted(i for i, answers in outcomes.items() if all(answers)))

@@ -1,0 +1,171 @@
+"""The pytest plugin: ``pytest --kvsched-target=pkg.mod:Sched`` checks a scheduler in any suite.
+
+Installed with kvsched (entry point ``pytest11``), it does nothing unless ``--kvsched-target`` is
+given. Then every target (the option may repeat; any form ``kvsched check`` takes) becomes one
+test per invariant and policy, named like ``kvsched[pkg.mod:Sched][continuous][PAGE-2]``: an
+invariant that holds passes, a violation fails with the explanation ``kvsched check`` prints (the
+smallest workload, the last iterations), and an invariant that does not apply to the policy is
+skipped. The target is checked once, on its first test, in a child process under the per-call
+timeout, so a hanging scheduler fails its tests instead of hanging the suite.
+
+Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
+``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvsched.spec.invariants import CATALOGUE
+
+_REPORTS = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kvsched", "kvsched: check a scheduler against the invariants")
+    group.addoption(
+        "--kvsched-target",
+        action="append",
+        default=[],
+        metavar="TARGET",
+        help="check this scheduler (pkg.mod:Class, file.py:Class, solution.py or log.jsonl); "
+        "may repeat",
+    )
+    group.addoption("--kvsched-workload", metavar="FILE", help="also replay this workload first")
+    group.addoption("--kvsched-policy", choices=("static", "continuous"), default="")
+    group.addoption("--kvsched-profile", choices=("ci", "dev", "thorough"), default="ci")
+    group.addoption("--kvsched-timeout", type=float, default=10.0, metavar="SECONDS")
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    targets: list[str] = config.getoption("kvsched_target")
+    if not targets:
+        return
+    config.stash[_REPORTS] = {}
+    for target in targets:
+        items.extend(_items_for(session, target))
+
+
+def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
+    from kvsched.checks.learner import POLICIES
+    from kvsched.checks.targets import LearnerTarget, SchedulerTarget, TargetError, load_target
+
+    config = session.config
+    try:
+        loaded = load_target(target)
+    except TargetError as error:
+        return [
+            KvschedItem.from_parent(
+                session,
+                name=f"kvsched[{target}]",
+                target=target,
+                policy="",
+                invariant="",
+                load_error=str(error),
+            )
+        ]
+    chosen = config.getoption("kvsched_policy")
+    if isinstance(loaded, LearnerTarget):
+        policies: tuple[str, ...] = (chosen,) if chosen else POLICIES
+        invariants = ["allocate_kv_pages", *(i.id for i in CATALOGUE)]
+    else:
+        policy = chosen or (loaded.policy if isinstance(loaded, SchedulerTarget) else "")
+        policies = (policy,)
+        invariants = [i.id for i in CATALOGUE]
+    items: list[pytest.Item] = []
+    for policy in policies:
+        for invariant in invariants:
+            if invariant == "allocate_kv_pages" and policy != policies[0]:
+                continue
+            label = f"kvsched[{target}][{policy or 'declared'}][{invariant}]"
+            items.append(KvschedItem.from_parent(
+                session, name=label, target=target, policy=policy, invariant=invariant
+            ))  # fmt: skip
+    return items
+
+
+class KvschedItem(pytest.Item):
+    """One invariant of one target under one policy."""
+
+    def __init__(
+        self, *, target: str, policy: str, invariant: str, load_error: str = "", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+        self.policy = policy
+        self.invariant = invariant
+        self.load_error = load_error
+
+    def runtest(self) -> None:
+        from kvsched.checks.output import explain
+        from kvsched.checks.verdict import NOT_APPLICABLE, NOT_CHECKED, VIOLATED
+
+        if self.load_error:
+            raise KvschedFailure(f"cannot load the target: {self.load_error}")
+        report = self._report()
+        if self.invariant == "allocate_kv_pages":
+            finding = report.allocator.finding if report.allocator else None
+            if finding is not None:
+                raise KvschedFailure(f"{finding.invariant}: {finding.message}")
+            return
+        for verdict in report.verdicts:
+            if self.policy and verdict.policy != self.policy:
+                continue
+            row = next(r for r in verdict.invariants if r.invariant == self.invariant)
+            if row.status == VIOLATED:
+                raise KvschedFailure(explain(verdict, f"kvsched check {self.target}").strip())
+            if row.status in (NOT_APPLICABLE, NOT_CHECKED):
+                pytest.skip(f"{row.status}: {row.how}")
+            return
+
+    def _report(self) -> Any:
+        from kvsched.checks.judge import CheckOptions, check_isolated, save_failing_workloads
+        from kvsched.checks.targets import load_target
+        from kvsched.spec.workload import load_workload
+
+        reports = self.config.stash[_REPORTS]
+        key = self.target
+        if key not in reports:
+            workload_file = self.config.getoption("kvsched_workload")
+            options = CheckOptions(
+                workload=load_workload(Path(workload_file)) if workload_file else None,
+                policy=self.config.getoption("kvsched_policy"),
+                profile=self.config.getoption("kvsched_profile"),
+                timeout=self.config.getoption("kvsched_timeout"),
+            )
+            report = check_isolated(load_target(self.target), options)
+            save_dir = self.config.rootpath / ".kvsched" / "counterexamples"
+            reports[key] = save_failing_workloads(report, save_dir)
+        return reports[key]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, KvschedFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self.target, None, self.name
+
+
+class KvschedFailure(Exception):
+    """A violated invariant; pytest shows its message without a traceback."""
+
+
+@pytest.fixture
+def kvsched_check() -> Any:
+    """``kvsched_check("pkg.mod:Sched", policy="continuous")`` returns the check's Report.
+
+    For projects that prefer their own assertions: ``assert kvsched_check(TARGET).ok``.
+    """
+    from kvsched.checks.judge import CheckOptions, check_isolated
+    from kvsched.checks.targets import load_target
+
+    def check(target: str, **options: Any) -> Any:
+        return check_isolated(load_target(target), CheckOptions(**options))
+
+    return check
