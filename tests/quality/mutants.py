@@ -29,7 +29,7 @@ class OffByOneRounding(ContinuousScheduler):
         held = seq.request.prompt_tokens + seq.generated + 1
         missing = held // self.limits.page_size + 1 - len(seq.pages)  # BUG: not ceil
         if missing > 0:
-            seq.pages.extend(self.pool.allocate(seq.request.id, missing))
+            seq.pages += tuple(self.pool.allocate(seq.request.id, missing))
 
 
 class PageInTwoTables(ContinuousScheduler):
@@ -38,14 +38,14 @@ class PageInTwoTables(ContinuousScheduler):
     def _grow(self, seq: Sequence) -> None:
         oldest = self.running[0]
         if not seq.pages and oldest is not seq and oldest.pages:
-            seq.pages.append(oldest.pages[0])  # BUG: not taken from the pool
+            seq.pages += (oldest.pages[0],)  # BUG: not taken from the pool
         super()._grow(seq)
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         # The pool never gave out the shared page, so each owner frees only what it took.
         taken = {seq.request.id: list(seq.pages) for seq in self.running}
         for seq in self.running:
-            seq.pages = [p for p in seq.pages if self.pool._owner.get(p) == seq.request.id]
+            seq.pages = tuple(p for p in seq.pages if self.pool._owner.get(p) == seq.request.id)
         outcome = super().update_from_output(output)
         freed = {rid: tuple(taken[rid]) for rid in outcome.finished}
         return replace(outcome, freed=freed)
