@@ -73,7 +73,8 @@ class ReferenceScheduler:
             self._grow(seq)
         return ScheduledBatch(
             admitted=tuple(admitted),
-            # every active request, once, and nobody else (DEC-1, DEC-2)
+            # every active request, once, and nobody else; each computes the KV of the token
+            # it produces in this same iteration (DEC-1, DEC-2, DEC-3)
             decode=tuple(seq.request.id for seq in self.running),
             page_tables={seq.request.id: seq.pages for seq in self.running},
         )

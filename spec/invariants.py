@@ -73,6 +73,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "reference/scheduler.py schedule; monitor",
     ),
     Invariant(
+        "DEC-3",
+        "A request produces a token only from KV computed in that iteration, once its prompt "
+        "and earlier output are computed",
+        "A token is sampled from the last computed position: output from an iteration that "
+        "computed nothing, or from a prefill chunk short of the prompt's end, is garbage "
+        "(nano-vllm #144).",
+        ("any",),
+        "reference/scheduler.py schedule; monitor (checks/monitor_tokens.py); only the "
+        "real-engine extensions of spec/eventlog.md can break it",
+    ),
+    Invariant(
         "REQ-1",
         "No request is admitted before it arrives",
         "Causality: the scheduler cannot serve what it has not been sent.",

@@ -1,0 +1,158 @@
+"""What a target declares about itself: its policy and the engine features it uses.
+
+The lesson model (spec/semantics.md) is the default: a request computes its whole prompt plus its
+first token in the iteration that admits it, every active request decodes one token per
+iteration, admission commits each request's peak pages (3.2), pages are taken lazily and minimally
+(PAGE-1), and every page id of the pool is allocatable. Real engines differ, by design, in ways
+that are not bugs; a target declares them here so the monitor applies what fits instead of raising
+false alarms (spec/eventlog.md, section 4, says what each declaration changes):
+
+- ``admission="lazy"``: pages are taken as tokens are computed, with no peak commitment; a batch
+  that runs out of pages preempts (vLLM, nano-vllm). The default ``"peak"`` is section 3.2.
+- ``token_budget``: at most this many tokens computed per iteration (vLLM's
+  ``max_num_batched_tokens``, Sarathi's ``chunk_size``).
+- ``chunked_prefill``: a prompt may be computed over several iterations under the budget.
+- ``preemption``: a request may release all its pages and return to the waiting queue to
+  recompute (preemption by recompute, vLLM's default).
+- ``prefix_sharing``: a page may sit in several page tables at once when declared as shared
+  (prefix caching with reference counts).
+- ``reserve_ahead``: the allocator reserves pages ahead of need, up to the request's peak or
+  ``max_model_len`` tokens (Orca-style baselines); PAGE-1's "fewer than a page wasted" is relaxed
+  to "the reservation covers the tokens and stays within that bound".
+- ``reserved_pages``: page ids the pool never hands out (vLLM keeps block 0 as its null block).
+- ``watermark_pages``: pages the target keeps free when it admits (vLLM's watermark).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .workload import Limits, Request
+
+ADMISSION_MODES = ("peak", "lazy")
+
+
+class PropertiesError(ValueError):
+    """A declaration of target properties is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class TargetProperties:
+    """A target's declared policy and capabilities; the defaults are the lesson model."""
+
+    policy: str = ""
+    """The policy whose invariants apply ("static", "continuous", or another name); "" = not
+    declared here (the run's or the caller's policy is used)."""
+    admission: str = "peak"
+    token_budget: int | None = None
+    chunked_prefill: bool = False
+    preemption: bool = False
+    prefix_sharing: bool = False
+    reserve_ahead: bool = False
+    max_model_len: int | None = None
+    """With ``reserve_ahead``: the most tokens a reservation may span (Orca (Max)'s model maximum).
+    Without it a reservation spans at most the request's own prompt plus output."""
+    reserved_pages: tuple[int, ...] = ()
+    watermark_pages: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, str):
+            raise PropertiesError(f"field 'policy' must be a string, got {self.policy!r}")
+        if self.admission not in ADMISSION_MODES:
+            known = ", ".join(ADMISSION_MODES)
+            raise PropertiesError(
+                f"field 'admission' must be one of {known}, got {self.admission!r}"
+            )
+        for name in ("chunked_prefill", "preemption", "prefix_sharing", "reserve_ahead"):
+            if not isinstance(getattr(self, name), bool):
+                raise PropertiesError(
+                    f"field '{name}' must be a boolean, got {getattr(self, name)!r}"
+                )
+        _optional_int(self.token_budget, "token_budget", 1)
+        _optional_int(self.max_model_len, "max_model_len", 1)
+        _optional_int(self.watermark_pages, "watermark_pages", 0)
+        if self.chunked_prefill and self.token_budget is None:
+            raise PropertiesError("field 'chunked_prefill' needs a 'token_budget' to chunk under")
+        if self.max_model_len is not None and not self.reserve_ahead:
+            raise PropertiesError("field 'max_model_len' bounds a reservation: set 'reserve_ahead'")
+        if not isinstance(self.reserved_pages, tuple):
+            raise PropertiesError(
+                f"field 'reserved_pages' must be a tuple of page ids, got {self.reserved_pages!r}"
+            )
+        for page in self.reserved_pages:
+            _optional_int(page, "reserved_pages", 0)
+        if len(set(self.reserved_pages)) != len(self.reserved_pages):
+            raise PropertiesError(
+                f"field 'reserved_pages' repeats a page id: {self.reserved_pages}"
+            )
+
+    @property
+    def lesson_model(self) -> bool:
+        """True when nothing but the policy is declared: the lesson's model applies unchanged."""
+        return self == TargetProperties(policy=self.policy)
+
+    @property
+    def computes_explicitly(self) -> bool:
+        """Whether events must say how many tokens each request computed (``computed``).
+
+        With chunked prefill, preemption or prefix sharing, the lesson's rule "the admission
+        iteration computes the prompt, each later one a token" no longer tells what was computed.
+        """
+        return self.chunked_prefill or self.preemption or self.prefix_sharing
+
+    def usable_pages(self, limits: Limits) -> int:
+        """Pages the pool can hand out: all of them but the reserved ids."""
+        return limits.pool_pages - len(self.reserved_pages)
+
+    def reservation(self, request: Request, page_size: int) -> int:
+        """The most pages ``request`` may hold at once; what peak admission commits for it (3.2).
+
+        The lesson's peak pages, ``ceil((prompt + output) / page_size)``; with ``reserve_ahead``
+        and ``max_model_len``, enough for ``max_model_len`` tokens if that is more.
+        """
+        tokens = request.prompt_tokens + request.output_tokens
+        if self.reserve_ahead and self.max_model_len is not None:
+            tokens = max(tokens, self.max_model_len)
+        return math.ceil(tokens / page_size)
+
+
+_FIELDS = tuple(TargetProperties.__dataclass_fields__)
+
+
+def properties_to_json(properties: TargetProperties) -> dict[str, Any]:
+    """The JSON object of a declaration; :func:`parse_properties` reads it back unchanged."""
+    document: dict[str, Any] = {name: getattr(properties, name) for name in _FIELDS}
+    document["reserved_pages"] = list(properties.reserved_pages)
+    return document
+
+
+def parse_properties(document: Any, where: str = "properties") -> TargetProperties:
+    """Validate a JSON object of declared properties; missing fields take the lesson defaults."""
+    if not isinstance(document, Mapping):
+        raise PropertiesError(f"{where}: must be a JSON object, got {type(document).__name__}")
+    unknown = sorted(set(document) - set(_FIELDS))
+    if unknown:
+        raise PropertiesError(
+            f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(_FIELDS)})"
+        )
+    values = dict(document)
+    if "reserved_pages" in values:
+        pages = values["reserved_pages"]
+        if not isinstance(pages, list):
+            raise PropertiesError(f"{where}: field 'reserved_pages' must be an array of page ids")
+        values["reserved_pages"] = tuple(pages)
+    try:
+        return TargetProperties(**values)
+    except PropertiesError as error:
+        raise PropertiesError(f"{where}: {error}") from None
+
+
+def _optional_int(value: Any, name: str, minimum: int) -> None:
+    if value is None and name in ("token_budget", "max_model_len"):
+        return
+    # bool is an int subclass; true is never a page count.
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise PropertiesError(f"field '{name}' must be an integer >= {minimum}, got {value!r}")

@@ -1,0 +1,430 @@
+"""The runtime monitor on the lesson model: clean on the reference, each invariant id caught.
+
+Every mutant below breaks exactly one rule of spec/semantics.md; the monitor must name that rule,
+the iteration and the requests or pages involved. Extensions for real engines are tested in
+test_monitor_engines.py.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from kvsched.checks import monitor_pages
+from kvsched.checks.findings import Finding
+from kvsched.checks.monitor import Monitor, monitor_run
+from kvsched.reference import POLICIES, ContinuousScheduler, PagePool, StaticScheduler, run
+from kvsched.reference.engine import Run, iteration_bound
+from kvsched.reference.pages import pages_for
+from kvsched.reference.scheduler import Sequence
+from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
+from kvsched.spec.teaching import TEACHING_TRACE, load_teaching_trace
+from kvsched.spec.workload import Limits, Request, Workload, peak_pages
+
+
+def workload(limits: tuple[int, int, int], *requests: tuple[str, int, int, int]) -> Workload:
+    return Workload("test", Limits(*limits), tuple(Request(*r) for r in requests))
+
+
+# Two slots, pages of 4, 8 pages: a and b start together; c waits for a slot.
+W = workload((2, 4, 8), ("a", 0, 5, 3), ("b", 0, 2, 6), ("c", 1, 3, 2))
+
+
+def random_workload(rng: random.Random) -> Workload:
+    page_size = rng.choice([1, 2, 4, 16])
+    requests = [
+        Request(f"r{i}", rng.randint(0, 8), rng.choice([0, page_size, rng.randint(0, 40)]),
+                rng.choice([1, rng.randint(1, 12)]))
+        for i in range(rng.randint(1, 8))
+    ]  # fmt: skip
+    peak = max(peak_pages(r, page_size) for r in requests)
+    pool = rng.choice([peak, peak + 1, rng.randint(peak, 3 * peak)])
+    return Workload("random", Limits(rng.randint(1, 4), page_size, pool), tuple(requests))
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_reference_checks_clean_on_varied_workloads(policy: str) -> None:
+    rng = random.Random(policy)
+    for _ in range(150):
+        w = random_workload(rng)
+        assert monitor_run(run(w, POLICIES[policy])) is None, w
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_reference_checks_clean_on_the_teaching_trace(policy: str) -> None:
+    if not TEACHING_TRACE.exists():
+        pytest.skip("the teaching trace is not reconstructed yet")
+    result = run(load_teaching_trace(), POLICIES[policy])
+    assert result.drained
+    assert monitor_run(result) is None
+
+
+# Mutants of the reference, one broken rule each -------------------------------------------------
+
+
+class OffByOnePages(ContinuousScheduler):
+    def _grow(self, seq: Sequence) -> None:  # forgets this iteration's token (PAGE-1)
+        missing = pages_for(seq.request.prompt_tokens + seq.generated, 4) - len(seq.pages)
+        if missing > 0:
+            seq.pages += type(seq.pages)(self.pool.allocate(seq.request.id, missing))
+
+
+class SecondOwner(ContinuousScheduler):
+    def schedule(self) -> ScheduledBatch:  # b's table also lists a's first page (PAGE-2)
+        batch = super().schedule()
+        tables = dict(batch.page_tables)
+        if "a" in tables and "b" in tables:
+            tables["b"] = (*tables["b"], tables["a"][0])
+        return replace(batch, page_tables=tables)
+
+
+class _LeakyPool(PagePool):
+    def free(self, owner: str, pages: list[int]) -> None:  # forgets the pages (PAGE-3)
+        for page in pages:
+            del self._owner[page]
+
+
+class NeverReturns(ContinuousScheduler):
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self.pool = _LeakyPool(limits.pool_pages)
+
+
+class KeepsPagesOnFinish(ContinuousScheduler):
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:  # PAGE-4
+        outcome = super().update_from_output(output)
+        for rid, pages in outcome.freed.items():
+            for page in pages:
+                self.pool._owner[page] = rid
+                self.pool._free.remove(page)
+        return replace(outcome, freed={}, free_pages=self.pool.free_count)
+
+
+class IgnoresPages(ContinuousScheduler):
+    def can_admit(self, request: Request) -> bool:  # overcommits the pool (PAGE-5)
+        return len(self.running) < self.limits.batch_limit
+
+
+class IgnoresSlots(ContinuousScheduler):
+    def can_admit(self, request: Request) -> bool:  # BATCH-1
+        return self.committed_pages + peak_pages(request, 4) <= self.limits.pool_pages
+
+
+class _Decode(ContinuousScheduler):
+    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        return ids
+
+    def schedule(self) -> ScheduledBatch:
+        batch = super().schedule()
+        return replace(batch, decode=self.decode(batch.decode))
+
+
+class TwoTokens(_Decode):
+    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-1
+        return (*ids, ids[0]) if ids else ids
+
+
+class SkipsOne(_Decode):
+    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-1 (exactly one, 3.4)
+        return ids[1:]
+
+
+class DecodesWaiting(_Decode):
+    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-2
+        return (*ids, self.waiting[0].id) if self.waiting else ids
+
+
+class DropsRequest(ContinuousScheduler):
+    def schedule(self) -> ScheduledBatch:  # b vanishes from the batch in iteration 2 (REQ-2)
+        self.running = [s for s in self.running if not (s.request.id == "b" and s.generated)]
+        return super().schedule()
+
+
+class FinishesTwice(ContinuousScheduler):
+    done: tuple[str, ...] = ()
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:  # REQ-2
+        outcome = super().update_from_output(output)
+        again, self.done = self.done, outcome.finished
+        return replace(outcome, finished=outcome.finished + again)
+
+
+class StaticAdmitsMidBatch(StaticScheduler):
+    def admission_open(self) -> bool:  # BATCH-2
+        return True
+
+
+class ContinuousIdles(ContinuousScheduler):
+    def admission_open(self) -> bool:  # BATCH-3: waits for the batch to drain
+        return not self.running
+
+
+class NewestFirst(ContinuousScheduler):
+    def add_request(self, request: Request) -> None:  # BATCH-4
+        self.waiting.appendleft(request)
+
+
+class NeverAdmits(StaticScheduler):
+    def admission_open(self) -> bool:  # LIVE-1
+        return False
+
+
+class RaisesInIteration3(ContinuousScheduler):
+    calls = 0
+
+    def schedule(self) -> ScheduledBatch:  # PROTO-1
+        self.calls += 1
+        if self.calls == 3:
+            raise RuntimeError("scheduler exploded")
+        return super().schedule()
+
+
+# (mutant, policy, workload, expected id, iteration, requests, pages)
+MUTANTS: list[tuple[Any, str, Workload, str, int, tuple[str, ...], tuple[int, ...]]] = [
+    (OffByOnePages, "continuous", workload((1, 4, 4), ("a", 0, 4, 2)), "PAGE-1", 1, ("a",), ()),
+    (SecondOwner, "continuous", W, "PAGE-2", 1, ("b", "a"), (0,)),
+    (NeverReturns, "continuous", W, "PAGE-3", 3, (), ()),
+    (KeepsPagesOnFinish, "continuous", W, "PAGE-4", 3, ("a",), (0, 1)),
+    (IgnoresPages, "continuous", workload((2, 4, 2), ("a", 0, 0, 8), ("b", 0, 0, 8)), "PAGE-5",
+     1, ("a", "b"), ()),
+    (IgnoresSlots, "continuous", W, "BATCH-1", 2, ("a", "b", "c"), ()),
+    (TwoTokens, "continuous", W, "DEC-1", 1, ("a",), ()),
+    (SkipsOne, "continuous", W, "DEC-1", 1, ("a",), ()),
+    (DecodesWaiting, "continuous", W, "DEC-2", 2, ("c",), ()),
+    (DropsRequest, "continuous", workload((2, 4, 8), ("a", 0, 5, 3), ("b", 0, 2, 6)), "REQ-2",
+     2, ("b",), ()),
+    (FinishesTwice, "continuous", W, "REQ-2", 4, ("a",), ()),
+    (StaticAdmitsMidBatch, "static", W, "BATCH-2", 4, ("c", "b"), ()),
+    (ContinuousIdles, "continuous", W, "BATCH-3", 4, ("c",), ()),
+    (NewestFirst, "continuous", workload((1, 4, 8), ("a", 0, 1, 1), ("b", 0, 1, 1)), "BATCH-4",
+     1, ("b", "a"), ()),
+    (NeverAdmits, "static", W, "LIVE-1", 0, ("a", "b", "c"), ()),
+    (RaisesInIteration3, "continuous", W, "PROTO-1", 3, (), ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mutant", "policy", "w", "invariant", "iteration", "requests", "pages"),
+    MUTANTS,
+    ids=[m[0].__name__ for m in MUTANTS],
+)
+def test_each_mutant_is_caught_with_its_id_iteration_requests_and_pages(
+    mutant: Any, policy: str, w: Workload, invariant: str, iteration: int,
+    requests: tuple[str, ...], pages: tuple[int, ...],
+) -> None:  # fmt: skip
+    finding = monitor_run(run(w, mutant, policy=policy))
+    assert finding is not None
+    assert (finding.invariant, finding.iteration) == (invariant, iteration), finding.message
+    assert finding.requests == requests
+    assert finding.pages == pages
+    assert finding.message and str(finding).startswith(invariant)
+    assert 1 <= len(finding.recent) <= 3
+    if invariant == "PROTO-1":  # the fault's iteration recorded no event
+        assert finding.recent[-1].iteration == iteration - 1
+    elif iteration:
+        assert finding.recent[-1].iteration == iteration
+
+
+def test_every_catalogue_id_has_a_mutant() -> None:
+    caught = {m[3] for m in MUTANTS}
+    assert caught >= {invariant.id for invariant in CATALOGUE} - {"REQ-1"}
+
+
+def test_admission_before_arrival_is_req_1() -> None:
+    # The run admits b in iteration 1; a workload where b arrives at time 3 makes that early.
+    result = run(W, ContinuousScheduler)
+    later = replace(W, requests=(W.requests[0], replace(W.requests[1], arrival=3), W.requests[2]))
+    finding = monitor_run(replace(result, workload=later))
+    assert finding is not None
+    assert (finding.invariant, finding.iteration, finding.requests) == ("REQ-1", 1, ("b",))
+
+
+def test_batch_3_counts_an_exact_fit_as_a_fit() -> None:
+    # a (2 peak pages) finishes in iteration 2; c's 3 peak pages then exactly fill the pool
+    # beside b's 3, so the reference admits c in iteration 3 and the idler does not.
+    w = workload((2, 4, 6), ("a", 0, 4, 2), ("b", 0, 4, 6), ("c", 0, 8, 2))
+    assert monitor_run(run(w, ContinuousScheduler)) is None
+    finding = monitor_run(run(w, ContinuousIdles))
+    assert finding is not None and (finding.invariant, finding.iteration) == ("BATCH-3", 3)
+
+
+def test_policy_decides_which_invariants_apply() -> None:
+    # Static-like idling is BATCH-3 under "continuous" and fine under "static".
+    assert monitor_run(run(W, ContinuousIdles, policy="static")) is None
+    # A policy of its own gets only the invariants that apply to any policy.
+    assert monitor_run(run(W, NewestFirst, policy="my-policy")) is None
+
+
+# Event-level corruptions --------------------------------------------------------------------
+
+
+def corrupt(iteration: int, **changes: Any) -> Finding | None:
+    result = run(W, ContinuousScheduler)
+    events = list(result.events)
+    events[iteration - 1] = replace(events[iteration - 1], **changes)
+    return monitor_run(replace(result, events=tuple(events)))
+
+
+def test_page_outside_the_pool_is_page_5() -> None:
+    for page in (8, 99):  # ids run 0 to 7
+        finding = corrupt(1, page_tables={"a": (0, 1), "b": (page,)}, allocated={"b": (page,)})
+        assert finding is not None and (finding.invariant, finding.pages) == ("PAGE-5", (page,))
+
+
+def test_freeing_a_page_not_held_is_page_3() -> None:
+    event = run(W, ContinuousScheduler).events[2]  # a finishes in iteration 3
+    assert event.finished == ("a",)
+    finding = corrupt(3, freed={**event.freed, "c": (5,)})
+    assert finding is not None and finding.invariant == "PAGE-3" and finding.pages == (5,)
+
+
+def test_a_waiting_request_holding_pages_is_page_4() -> None:
+    event = run(W, ContinuousScheduler).events[1]  # c waits in iteration 2
+    assert "c" in event.waiting
+    finding = corrupt(2, page_tables={**event.page_tables, "c": (7,)})
+    assert finding is not None and (finding.invariant, finding.requests) == ("PAGE-4", ("c",))
+
+
+def test_a_page_dropped_from_a_table_without_a_free_is_page_3() -> None:
+    event = run(W, ContinuousScheduler).events[1]
+    finding = corrupt(2, page_tables={**event.page_tables, "b": ()})
+    assert finding is not None and finding.invariant == "PAGE-3"
+
+
+def test_request_conservation_in_the_events() -> None:
+    second = run(W, ContinuousScheduler).events[1]
+    a_pages = second.page_tables["a"]
+    cases: list[tuple[int, dict[str, Any], tuple[str, ...], str]] = [
+        (2, {"admitted": ("a",)}, ("a",), "already in the batch"),
+        (2, {"active": ("a",)}, ("b",), "left the batch"),
+        (2, {"active": ("a", "b", "c")}, ("c",), "without being admitted"),
+        (3, {"finished": (), "freed": {}}, ("a",), "produced its last token"),
+        (2, {"finished": ("a",), "freed": {"a": a_pages}}, ("a",), "after 2 of its 3"),
+    ]
+    for iteration, changes, requests, words in cases:
+        finding = corrupt(iteration, **changes)
+        assert finding is not None, changes
+        assert (finding.invariant, finding.iteration) == ("REQ-2", iteration), finding
+        assert finding.requests == requests and words in finding.message
+
+
+def test_findings_say_where_a_request_is() -> None:
+    unknown = corrupt(1, admitted=("a", "b", "zz"))
+    assert unknown is not None and (unknown.invariant, unknown.requests) == ("REQ-1", ("zz",))
+    cases = [
+        (1, ("a", "b", "c"), "not arrived yet"),
+        (2, ("a", "b", "c"), "waiting"),
+        (1, ("a", "b", "zz"), "not a request of the workload"),
+        (4, ("b", "c", "a"), "finished"),
+    ]
+    for iteration, decoded, words in cases:
+        finding = corrupt(iteration, decoded=decoded)
+        assert finding is not None and finding.invariant == "DEC-2", finding
+        assert f"is {words}, not in the batch" in finding.message
+
+
+# The monitor as an object -------------------------------------------------------------------
+
+
+def test_monitor_is_incremental_and_sticky() -> None:
+    result = run(W, KeepsPagesOnFinish)
+    monitor = Monitor(W, "continuous")
+    findings = [monitor.observe(event) for event in result.events]
+    first = next(f for f in findings if f is not None)
+    assert findings.index(first) == 2  # iteration 3, and every later call repeats it
+    assert all(f is first for f in findings[2:])
+    assert monitor.finish(True) is first
+
+
+def test_end_of_run_findings_have_iteration_0() -> None:
+    result = run(W, ContinuousScheduler)
+    monitor = Monitor(W, "continuous")
+    for event in result.events[:-1]:
+        assert monitor.observe(event) is None
+    lost = monitor.finish(drained=True)  # b never finished, yet the run claims it drained
+    assert lost is not None and (lost.invariant, lost.iteration) == ("REQ-2", 0)
+    assert lost.requests == ("b",)
+
+
+def test_messages_name_a_few_requests_and_count_the_rest() -> None:
+    for count, words in ((5, "'r4';"), (7, "'r4' and 2 more;")):
+        w = workload((1, 4, 8), *((f"r{i}", 0, 1, 1) for i in range(count)))
+        finding = monitor_run(run(w, NeverAdmits))
+        assert finding is not None and finding.invariant == "LIVE-1"
+        assert words in finding.message and len(finding.requests) == count
+
+
+def test_idle_iterations_after_the_drain_are_fine() -> None:
+    result = run(W, ContinuousScheduler)
+    last = result.events[-1]
+    idle = tuple(
+        replace(last, iteration=n, admitted=(), active=(), decoded=(), finished=(),
+                page_tables={}, allocated={}, freed={}, free_pages=8, arrived=())
+        for n in range(len(result.events) + 1, iteration_bound(W) + 3)
+    )  # fmt: skip
+    assert monitor_run(replace(result, events=result.events + idle)) is None
+
+
+def test_events_past_the_bound_are_live_1() -> None:
+    result = run(W, NeverAdmits)
+    assert len(result.events) == iteration_bound(W)
+    idle = replace(result.events[-1], iteration=len(result.events) + 1)
+    finding = monitor_run(replace(result, events=(*result.events, idle)))
+    assert finding is not None
+    assert (finding.invariant, finding.iteration) == ("LIVE-1", iteration_bound(W) + 1)
+
+
+def test_protocol_fault_comes_after_the_events_before_it() -> None:
+    class BreaksThenRaises(TwoTokens, RaisesInIteration3):
+        pass
+
+    finding = monitor_run(run(W, BreaksThenRaises))
+    assert finding is not None and finding.invariant == "DEC-1"
+
+
+def test_bad_use_of_the_monitor_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        Monitor(W, "static", TargetProperties(policy="continuous"))
+    with pytest.raises(ValueError, match="reserved page"):
+        Monitor(W, "static", TargetProperties(reserved_pages=(8,)))
+    monitor = Monitor(W, "continuous")
+    event = run(W, ContinuousScheduler).events[1]
+    with pytest.raises(ValueError, match="expected iteration 1"):
+        monitor.observe(event)
+    with pytest.raises(ValueError, match="computed"):
+        Monitor(W, "continuous", TargetProperties(preemption=True, admission="lazy")).observe(
+            run(W, ContinuousScheduler).events[0]
+        )
+
+
+def test_only_changed_tables_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    compared: list[str] = []
+    change = monitor_pages.PageLedger._change
+
+    def counting(self: monitor_pages.PageLedger, n: int, rid: str, *args: Any) -> Any:
+        compared.append(f"{n}:{rid}")
+        return change(self, n, rid, *args)
+
+    monkeypatch.setattr(monitor_pages.PageLedger, "_change", counting)
+    w = workload((3, 2, 40), ("a", 0, 3, 9), ("b", 0, 0, 7), ("c", 2, 5, 4))
+    result = run(w, ContinuousScheduler)
+    assert monitor_run(result) is None
+    grown = [f"{e.iteration}:{rid}" for e in result.events for rid in e.allocated]
+    assert compared == grown
+    assert len(grown) < sum(len(e.active) for e in result.events)
+
+
+def test_work_does_not_grow_with_the_pool() -> None:
+    # One slot, so pages never limit admission; then pretend the pool is a trillion pages. A
+    # monitor that walked the pool would run out of time or memory here.
+    w = workload((1, 4, 6), ("a", 0, 5, 3), ("b", 0, 9, 2))
+    result = run(w, ContinuousScheduler)
+    huge = 10**12
+    bigger = replace(w, limits=replace(w.limits, pool_pages=w.limits.pool_pages + huge))
+    events = tuple(replace(e, free_pages=e.free_pages + huge) for e in result.events)
+    assert monitor_run(Run(bigger, "continuous", events)) is None
