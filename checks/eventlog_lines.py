@@ -15,7 +15,7 @@ from typing import Any
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.workload import Workload, WorkloadError, parse_workload
+from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1
@@ -70,7 +70,9 @@ def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
             f"{path}: line {number}: not valid JSON (column {error.colno}: {error.msg})"
         ) from None
     if not isinstance(document, dict):
-        raise EventLogError(f"{path}: line {number}: must be a JSON object, got {_kind(document)}")
+        raise EventLogError(
+            f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
+        )
     return document
 
 
@@ -115,7 +117,7 @@ def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:
     for field in ("call", "message"):
         if not isinstance(document[field], str):
             raise EventLogError(
-                f"{where}: field '{field}' must be a string, got {_kind(document[field])}"
+                f"{where}: field '{field}' must be a string, got {json_kind(document[field])}"
             )
     return SchedulerFault(iteration, document["call"], document["message"])
 
@@ -136,7 +138,7 @@ def _value(raw: Any, kind: str, where: str) -> Any:
         return _count(raw, where)
     if kind == "ids":
         if not isinstance(raw, list):
-            raise EventLogError(f"{where} must be an array of request ids, got {_kind(raw)}")
+            raise EventLogError(f"{where} must be an array of request ids, got {json_kind(raw)}")
         for index, item in enumerate(raw):
             if not isinstance(item, str) or not item:
                 raise EventLogError(
@@ -144,7 +146,7 @@ def _value(raw: Any, kind: str, where: str) -> Any:
                 )
         return tuple(raw)
     if not isinstance(raw, dict):
-        raise EventLogError(f"{where} must be an object keyed by request id, got {_kind(raw)}")
+        raise EventLogError(f"{where} must be an object keyed by request id, got {json_kind(raw)}")
     result: dict[str, Any] = {}
     for rid, item in raw.items():
         if not rid:
@@ -153,7 +155,9 @@ def _value(raw: Any, kind: str, where: str) -> Any:
             result[rid] = _count(item, f"{where}['{rid}']")
             continue
         if not isinstance(item, list):
-            raise EventLogError(f"{where}['{rid}'] must be an array of page ids, got {_kind(item)}")
+            raise EventLogError(
+                f"{where}['{rid}'] must be an array of page ids, got {json_kind(item)}"
+            )
         result[rid] = tuple(_count(p, f"{where}['{rid}'][{i}]") for i, p in enumerate(item))
     return result
 
@@ -171,16 +175,3 @@ def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
         raise EventLogError(
             f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(sorted(known))})"
         )
-
-
-def _kind(value: Any) -> str:
-    names = {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }
-    return names.get(type(value), type(value).__name__)

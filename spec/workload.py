@@ -85,7 +85,9 @@ def load_workload(path: str | Path) -> Workload:
 def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     """Validate an already-decoded workload document (the JSON object of a workload file)."""
     if not isinstance(document, Mapping):
-        raise WorkloadError(f"{source}: the workload must be a JSON object, got {_kind(document)}")
+        raise WorkloadError(
+            f"{source}: the workload must be a JSON object, got {json_kind(document)}"
+        )
     _reject_unknown(document, _TOP_FIELDS, source, "workload")
     for field in ("format", "limits", "requests"):
         if field not in document:
@@ -128,7 +130,7 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
 def _parse_limits(raw: Any, source: str) -> Limits:
     where = f"{source}: limits"
     if not isinstance(raw, Mapping):
-        raise WorkloadError(f"{where}: must be a JSON object, got {_kind(raw)}")
+        raise WorkloadError(f"{where}: must be a JSON object, got {json_kind(raw)}")
     _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
     values = {}
     for field, minimum in _LIMIT_FIELDS.items():
@@ -140,7 +142,9 @@ def _parse_limits(raw: Any, source: str) -> Limits:
 
 def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     if not isinstance(raw, Sequence) or isinstance(raw, str):
-        raise WorkloadError(f"{source}: field 'requests' must be a JSON array, got {_kind(raw)}")
+        raise WorkloadError(
+            f"{source}: field 'requests' must be a JSON array, got {json_kind(raw)}"
+        )
     if not raw:
         raise WorkloadError(f"{source}: field 'requests' is empty; a workload needs a request")
     requests: list[Request] = []
@@ -148,7 +152,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     for index, item in enumerate(raw):
         label = f"{source}: request #{index}"
         if not isinstance(item, Mapping):
-            raise WorkloadError(f"{label}: must be a JSON object, got {_kind(item)}")
+            raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
         if "id" in item and isinstance(item["id"], str):
             label = f"{source}: request #{index} ('{item['id']}')"
         _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
@@ -191,7 +195,7 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
 def _integer(value: Any, minimum: int, where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"{where} must be an integer, got {_kind(value)} {value!r}")
+        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {value!r}")
     if value < minimum:
         raise WorkloadError(f"{where} must be >= {minimum}, got {value}")
     return value
@@ -199,7 +203,7 @@ def _integer(value: Any, minimum: int, where: str) -> int:
 
 def _text(value: Any, source: str, field: str) -> str:
     if not isinstance(value, str):
-        raise WorkloadError(f"{source}: field '{field}' must be a string, got {_kind(value)}")
+        raise WorkloadError(f"{source}: field '{field}' must be a string, got {json_kind(value)}")
     return value
 
 
@@ -212,7 +216,8 @@ def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: s
         )
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages ("integer", "array", ...)."""
     return {
         bool: "boolean",
         int: "integer",
