@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from kvsched.spec.workload import WorkloadError
 
 # Each module defines ``register(subparsers)``, which adds its parser and sets ``func``.
-COMMANDS = ("replay", "reconstruct", "report", "check", "mutants", "bench")
+COMMANDS = ("replay", "reconstruct", "report", "check", "mutants", "bench", "prove", "synth")
 
 EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
