@@ -28,6 +28,7 @@ from hypothesis import Phase, Verbosity, given, reproduce_failure, settings
 from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
+
 from kvsched.checks.counterexample import (
     Counterexample,
     StatefulCounterexample,

@@ -29,6 +29,7 @@ from __future__ import annotations
 from itertools import accumulate
 
 from hypothesis import strategies as st
+
 from kvsched.spec.workload import Limits, Request, Workload, peak_pages
 
 REQUEST_IDS = "abcdefghijklmnopqrstuvwxyz"

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import z3
+
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.engine import run
 from kvsched.reference.metrics import compute_metrics

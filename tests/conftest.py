@@ -12,6 +12,7 @@ import os
 
 import pytest
 from hypothesis import settings
+
 from kvsched.checks.profiles import DEFAULT_PROFILE, register_profiles
 
 register_profiles()

@@ -3,6 +3,7 @@
 from typing import Any
 
 import pytest
+
 from kvsched.reference import POLICIES, PagePool, PoolError, run
 from kvsched.reference.engine import iteration_bound
 from kvsched.reference.pages import pages_for

@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 
 import pytest
+from test_report import write_asv_run  # tests/ is on sys.path (rootdir insertion)
+
 from kvsched.cli import main
 from kvsched.reports.compare import MetricChange
 from kvsched.reports.gate import ThresholdError, parse_threshold
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import workload_to_json
-from test_report import write_asv_run  # tests/ is on sys.path (rootdir insertion)
 
 # Correct but worse: admits only into an empty batch, one request at a time (planted regression).
 ONE_AT_A_TIME = """

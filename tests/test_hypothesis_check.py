@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 from hypothesis import strategies as st
+
 from kvsched.checks import hypothesis_check
 from kvsched.checks.findings import Finding
 from kvsched.checks.hypothesis_check import find_counterexample, search

@@ -1,6 +1,7 @@
 """Metrics as spec/semantics.md section 7 defines them, on hand-computed runs."""
 
 import pytest
+
 from kvsched.reference import POLICIES, compute_metrics, percentile, run
 from kvsched.spec.workload import Limits, Request, Workload
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from kvsched.cli import main
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.families import generate

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 from hypothesis import Phase, find, given, settings
+
 from kvsched.checks.strategies import limits, workloads
 from kvsched.reference import POLICIES, run
 from kvsched.spec.events import IterationEvent

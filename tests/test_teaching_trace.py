@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+
 from kvsched.checks import teaching_trace
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.spec.teaching import (

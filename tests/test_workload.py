@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from kvsched.spec import teaching
 from kvsched.spec.workload import (
     WorkloadError,

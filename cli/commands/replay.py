@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tabulate import tabulate
+
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
 from kvsched.reference.metrics import RunMetrics
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.workload import Workload, load_workload
-from tabulate import tabulate
 
 
 def register(subparsers: Any) -> None:
