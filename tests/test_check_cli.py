@@ -18,6 +18,7 @@ import pytest
 from kvsched.checks.eventlog import write_log
 from kvsched.cli import main
 from kvsched.reference import ContinuousScheduler, StaticScheduler, run
+from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.teaching import load_teaching_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,8 +94,9 @@ def test_json_and_junit_xml_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture
     assert verdict["counterexample"]["workload"]["format"] == 1
     suites = ElementTree.parse(junit).getroot().findall("testsuite")
     assert [s.get("failures") for s in suites] == ["1"]
-    # BATCH-2 does not constrain continuous batching; 13 were not checked past the violation.
-    assert suites[0].get("skipped") == "14"
+    # Every invariant but the violated one is skipped: BATCH-2 does not constrain continuous
+    # batching, the rest were not checked past the violation.
+    assert suites[0].get("skipped") == str(len(CATALOGUE) - 1)
     failed = [c.get("name") for c in suites[0].iter("testcase") if c.find("failure") is not None]
     assert failed == ["DEC-1 An active request produces at most one token per iteration"]
 
@@ -229,7 +231,7 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     # The reference: 14 invariants hold, BATCH-3 does not apply to static batching. The mutant:
     # REQ-2 fails, BATCH-2 does not apply, the 13 others were not checked past the violation.
-    assert "1 failed, 14 passed, 15 skipped" in result.stdout
+    assert "1 failed, 15 passed, 16 skipped" in result.stdout
     assert f"FAILED ::kvsched[{MUTANTS}:FinishesTwice][continuous][REQ-2]" in result.stdout
     assert "REQ-2 violated in iteration" in result.stdout
     assert "Smallest failing workload" in result.stdout
