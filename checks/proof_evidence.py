@@ -4,12 +4,11 @@ The Z3 models (:mod:`.z3_model`) describe the reference static and continuous tr
 and are cross-checked against ``reference/``, so their inductive proofs (:mod:`.z3_induction`)
 speak about exactly those two classes and nothing else: a subclass, a learner's solution or a
 third-party scheduler gets no Z3 line in its verdict. An invariant counts as proved only if every
-obligation naming it came back "proved"; Z3's "unknown" (a timeout) is not a proof.
+obligation naming it, and every fact it rests on, came back "proved"; Z3's "unknown" (a timeout)
+is not a proof.
 """
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 from kvsched.reference import ContinuousScheduler, StaticScheduler
 from kvsched.spec.protocol import SchedulerFactory
@@ -23,13 +22,17 @@ def modelled_policy(factory: SchedulerFactory) -> str:
 
 
 def proved_invariants(policy: str, requests: int, timeout_s: float) -> tuple[str, ...]:
-    """Catalogue ids proved inductive for ``requests`` symbolic requests under ``policy``."""
-    from .z3_induction import prove_inductive  # z3 is imported only when proofs are asked for
+    """Catalogue ids proved inductive for ``requests`` symbolic requests under ``policy``.
+
+    An id counts only if its own obligations *and* everything they rest on (initiation, the
+    strengthening facts, the lemmas, the vacuity check) were proved: :func:`.proofs.induction`
+    decides that, here as in ``kvsched prove``.
+    """
+    from .proofs import induction  # z3 is imported only when proofs are asked for
+    from .z3_induction import prove_inductive
     from .z3_model import Rules
     from .z3_query import PROVED
 
-    outcomes: defaultdict[str, list[bool]] = defaultdict(list)
-    for obligation in prove_inductive(Rules(policy), requests, timeout_s):
-        for invariant in obligation.ids:
-            outcomes[invariant].append(obligation.answer.verdict == PROVED)
-    return tuple(sorted(i for i, answers in outcomes.items() if all(answers)))
+    obligations = list(prove_inductive(Rules(policy), requests, timeout_s))
+    results = induction(policy, requests, obligations)
+    return tuple(sorted({i for r in results if r.verdict == PROVED for i in r.invariants}))
