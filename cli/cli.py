@@ -4,6 +4,8 @@ Exit codes, for every subcommand: 0 success (for ``check``: every invariant hold
 (an invariant violated, a regression over threshold), 2 bad usage or invalid input (a malformed
 workload or log, a target that cannot be loaded). A bug of kvsched itself exits 3 with a short
 report instead of a bare traceback, so it is never mistaken for a verdict on the scheduler.
+``prove`` alone also exits 4 when nothing was refuted but something was not proved (a timeout or
+Z3's unknown): not a finding, and not a pass either.
 """
 
 from __future__ import annotations
