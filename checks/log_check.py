@@ -8,7 +8,10 @@ the log's own workload, iteration by iteration up to the violation.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
+
+from kvsched.spec.properties import TargetProperties
 
 from .eventlog import EventLogError, read_run
 from .monitor import monitor_run
@@ -24,11 +27,22 @@ def check_event_log(label: str, path: Path, policy: str = "") -> Verdict:
             "cannot change what the recorded target did"
         )
     finding = monitor_run(run, properties)
-    evidence = Evidence(monitor_runs=1, log_iterations=len(run.events))
+    evidence = Evidence(log_iterations=len(run.events))
     failing = None
     if finding is not None:
         failing = FailingWorkload(run.workload, f"the recorded log {path.name}")
-    notes = () if properties.lesson_model else (f"declared properties: {properties}",)
+    notes = () if properties.lesson_model else (f"declared by the log: {_declared(properties)}",)
     return build_verdict(
         label, "event log", properties.policy, evidence, finding, failing, notes=notes
     )
+
+
+def _declared(properties: TargetProperties) -> str:
+    """The declarations that differ from the lesson model, as ``name=value`` or a bare flag."""
+    parts = []
+    for field in fields(properties):
+        value = getattr(properties, field.name)
+        if field.name == "policy" or value == field.default:
+            continue
+        parts.append(field.name if value is True else f"{field.name}={value!r}")
+    return ", ".join(parts)

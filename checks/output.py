@@ -81,7 +81,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     if failing is not None and failing.saved_to:
         lines.append("")
         lines.append(f"Workload file: {failing.saved_to}. Replay it with:")
-        if reproduce:
+        if reproduce and verdict.kind != "event log":  # a recording cannot be rerun
             policy = f" --policy {verdict.policy}" if verdict.policy else ""
             lines.append(f"  {reproduce} --workload {failing.saved_to}{policy}")
         lines.append(f"  kvsched replay {failing.saved_to}   (the reference schedulers on it)")
