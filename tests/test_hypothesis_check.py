@@ -1,8 +1,9 @@
 """The Hypothesis search (checks/hypothesis_check.py): clean on the reference, finds and shrinks.
 
-The broken schedulers here are just enough to show the search finds a planted bug, shrinks it to
-a small workload with the right invariant id, and hands back a workload file and a reproduce line
-that replay it. The full mutant zoo and its catalogue belong to the check command's tests.
+The broken schedulers here (and the three shared from quality/mutants.py) are just enough to show
+the search finds a planted bug, shrinks it to a small workload with the right invariant id, and
+hands back a workload file and a reproduce line that replay it. The full mutant zoo and its
+catalogue belong to the check command's tests.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import ClassVar
 
 import pytest
 from hypothesis import strategies as st
+from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
 from kvsched.checks import hypothesis_check
 from kvsched.checks.findings import Finding
@@ -23,34 +25,6 @@ from kvsched.cli import main
 from kvsched.reference import POLICIES, ContinuousScheduler, Run, run
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload, load_workload
-
-
-class DecodesTwice(ContinuousScheduler):
-    """Produces two tokens per iteration for the oldest active request (DEC-1)."""
-
-    def schedule(self) -> ScheduledBatch:
-        batch = super().schedule()
-        return replace(batch, decode=batch.decode + batch.decode[:1])
-
-
-class NeverReturnsPages(ContinuousScheduler):
-    """Reports a finished request's pages freed but keeps them out of the pool (PAGE-3)."""
-
-    def update_from_output(self, output: ModelOutput) -> StepOutcome:
-        outcome = super().update_from_output(output)
-        for pages in outcome.freed.values():
-            self.pool.allocate("<lost>", len(pages))
-        return replace(outcome, free_pages=self.pool.free_count)
-
-
-class IgnoresBatchLimit(ContinuousScheduler):
-    """Admits whatever fits the pool, however many are active (BATCH-1)."""
-
-    def can_admit(self, request: Request) -> bool:
-        return self.committed_pages + self._peak(request) <= self.limits.pool_pages
-
-    def _peak(self, request: Request) -> int:
-        return -(-(request.prompt_tokens + request.output_tokens) // self.limits.page_size)
 
 
 class RaisesOnCrowds(ContinuousScheduler):

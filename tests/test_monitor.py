@@ -12,11 +12,19 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from quality.mutants import (
+    DecodesTwice,
+    FinishesTwice,
+    IgnoresBatchLimit,
+    LeakOnFinish,
+    StaticAdmitsMidBatch,
+    TokenForWaitingRequest,
+)
 
 from kvsched.checks import monitor_pages
 from kvsched.checks.findings import Finding
 from kvsched.checks.monitor import Monitor, monitor_run
-from kvsched.reference import POLICIES, ContinuousScheduler, PagePool, StaticScheduler, run
+from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.engine import Run, iteration_bound
 from kvsched.reference.pages import pages_for
 from kvsched.reference.scheduler import Sequence
@@ -65,6 +73,9 @@ def test_reference_checks_clean_on_the_teaching_trace(policy: str) -> None:
 
 
 # Mutants of the reference, one broken rule each -------------------------------------------------
+# A bug planted exactly as in the mutant zoo comes from there (quality/mutants.py). The ones below
+# differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
+# iteration, requests and pages the table expects.
 
 
 class OffByOnePages(ContinuousScheduler):
@@ -83,18 +94,6 @@ class SecondOwner(ContinuousScheduler):
         return replace(batch, page_tables=tables)
 
 
-class _LeakyPool(PagePool):
-    def free(self, owner: str, pages: list[int]) -> None:  # forgets the pages (PAGE-3)
-        for page in pages:
-            del self._owner[page]
-
-
-class NeverReturns(ContinuousScheduler):
-    def __init__(self, limits: Limits) -> None:
-        super().__init__(limits)
-        self.pool = _LeakyPool(limits.pool_pages)
-
-
 class KeepsPagesOnFinish(ContinuousScheduler):
     def update_from_output(self, output: ModelOutput) -> StepOutcome:  # PAGE-4
         outcome = super().update_from_output(output)
@@ -110,53 +109,16 @@ class IgnoresPages(ContinuousScheduler):
         return len(self.running) < self.limits.batch_limit
 
 
-class IgnoresSlots(ContinuousScheduler):
-    def can_admit(self, request: Request) -> bool:  # BATCH-1
-        return self.committed_pages + peak_pages(request, 4) <= self.limits.pool_pages
-
-
-class _Decode(ContinuousScheduler):
-    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:
-        return ids
-
-    def schedule(self) -> ScheduledBatch:
+class SkipsOne(ContinuousScheduler):
+    def schedule(self) -> ScheduledBatch:  # DEC-1 (exactly one, 3.4)
         batch = super().schedule()
-        return replace(batch, decode=self.decode(batch.decode))
-
-
-class TwoTokens(_Decode):
-    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-1
-        return (*ids, ids[0]) if ids else ids
-
-
-class SkipsOne(_Decode):
-    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-1 (exactly one, 3.4)
-        return ids[1:]
-
-
-class DecodesWaiting(_Decode):
-    def decode(self, ids: tuple[str, ...]) -> tuple[str, ...]:  # DEC-2
-        return (*ids, self.waiting[0].id) if self.waiting else ids
+        return replace(batch, decode=batch.decode[1:])
 
 
 class DropsRequest(ContinuousScheduler):
     def schedule(self) -> ScheduledBatch:  # b vanishes from the batch in iteration 2 (REQ-2)
         self.running = [s for s in self.running if not (s.request.id == "b" and s.generated)]
         return super().schedule()
-
-
-class FinishesTwice(ContinuousScheduler):
-    done: tuple[str, ...] = ()
-
-    def update_from_output(self, output: ModelOutput) -> StepOutcome:  # REQ-2
-        outcome = super().update_from_output(output)
-        again, self.done = self.done, outcome.finished
-        return replace(outcome, finished=outcome.finished + again)
-
-
-class StaticAdmitsMidBatch(StaticScheduler):
-    def admission_open(self) -> bool:  # BATCH-2
-        return True
 
 
 class ContinuousIdles(ContinuousScheduler):
@@ -188,14 +150,14 @@ class RaisesInIteration3(ContinuousScheduler):
 MUTANTS: list[tuple[Any, str, Workload, str, int, tuple[str, ...], tuple[int, ...]]] = [
     (OffByOnePages, "continuous", workload((1, 4, 4), ("a", 0, 4, 2)), "PAGE-1", 1, ("a",), ()),
     (SecondOwner, "continuous", W, "PAGE-2", 1, ("b", "a"), (0,)),
-    (NeverReturns, "continuous", W, "PAGE-3", 3, (), ()),
+    (LeakOnFinish, "continuous", W, "PAGE-3", 3, (), ()),
     (KeepsPagesOnFinish, "continuous", W, "PAGE-4", 3, ("a",), (0, 1)),
     (IgnoresPages, "continuous", workload((2, 4, 2), ("a", 0, 0, 8), ("b", 0, 0, 8)), "PAGE-5",
      1, ("a", "b"), ()),
-    (IgnoresSlots, "continuous", W, "BATCH-1", 2, ("a", "b", "c"), ()),
-    (TwoTokens, "continuous", W, "DEC-1", 1, ("a",), ()),
+    (IgnoresBatchLimit, "continuous", W, "BATCH-1", 2, ("a", "b", "c"), ()),
+    (DecodesTwice, "continuous", W, "DEC-1", 1, ("a",), ()),
     (SkipsOne, "continuous", W, "DEC-1", 1, ("a",), ()),
-    (DecodesWaiting, "continuous", W, "DEC-2", 2, ("c",), ()),
+    (TokenForWaitingRequest, "continuous", W, "DEC-2", 2, ("c",), ()),
     (DropsRequest, "continuous", workload((2, 4, 8), ("a", 0, 5, 3), ("b", 0, 2, 6)), "REQ-2",
      2, ("b",), ()),
     (FinishesTwice, "continuous", W, "REQ-2", 4, ("a",), ()),
@@ -382,7 +344,7 @@ def test_events_past_the_bound_are_live_1() -> None:
 
 
 def test_protocol_fault_comes_after_the_events_before_it() -> None:
-    class BreaksThenRaises(TwoTokens, RaisesInIteration3):
+    class BreaksThenRaises(DecodesTwice, RaisesInIteration3):
         pass
 
     finding = monitor_run(run(W, BreaksThenRaises))

@@ -3,12 +3,12 @@ broken schedulers fail it with the right id and a workload that replays the fail
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
 from kvsched.checks.hypothesis_check import run_stateful
 from kvsched.checks.monitor import monitor_run
@@ -18,38 +18,12 @@ from kvsched.reference import POLICIES, ContinuousScheduler, SchedulerFault, Sta
 from kvsched.reference.engine import SchedulerDriver, arrival_order, iteration_bound
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
+from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.workload import Limits, Request, Workload, load_workload, peak_pages
 
 # The reference schedulers run through the state machine as any user's suite would run theirs.
 TestContinuousMachine = state_machine_test_case(ContinuousScheduler, "continuous")
 TestStaticMachine = state_machine_test_case(StaticScheduler, "static")
-
-
-class DecodesTwice(ContinuousScheduler):
-    """Two tokens per iteration for the oldest active request (DEC-1)."""
-
-    def schedule(self) -> ScheduledBatch:
-        batch = super().schedule()
-        return replace(batch, decode=batch.decode + batch.decode[:1])
-
-
-class IgnoresBatchLimit(ContinuousScheduler):
-    """Admits whatever fits the pool, however many are active (BATCH-1)."""
-
-    def can_admit(self, request: Request) -> bool:
-        peak = peak_pages(request, self.limits.page_size)
-        return self.committed_pages + peak <= self.limits.pool_pages
-
-
-class NeverReturnsPages(ContinuousScheduler):
-    """Reports a finished request's pages freed but keeps them out of the pool (PAGE-3)."""
-
-    def update_from_output(self, output: ModelOutput) -> StepOutcome:
-        outcome = super().update_from_output(output)
-        for pages in outcome.freed.values():
-            self.pool.allocate("<lost>", len(pages))
-        return replace(outcome, free_pages=self.pool.free_count)
 
 
 class RaisesOnSecondRequest(ContinuousScheduler):

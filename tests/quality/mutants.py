@@ -3,11 +3,15 @@
 Every class here is a bug class reported against real engines (shared/prior-art.md, section 3)
 or a classic mistake of the lesson's exercise, planted in the reference scheduler with as small a
 change as the bug needs. ``zoo.py`` says which invariant ``kvsched check`` must report for each;
-``kvsched mutants`` and ``test_mutants.py`` hold the checker to it. A mutant that went uncaught,
-or was caught under the wrong id, would mean the checks are weaker than they claim.
+``kvsched mutants`` and ``test_mutant_zoo.py`` hold the checker to it. A mutant that went
+uncaught, or was caught under the wrong id, would mean the checks are weaker than they claim.
 
 These are targets, not tests: ``kvsched check tests/quality/mutants.py:TwoTokensInOneIteration``
-judges one like any third-party scheduler.
+judges one like any third-party scheduler. The test files import them (``from quality.mutants
+import ...``) rather than plant the same bug again. The last section holds broken schedulers
+that several test files share: the search tests need bugs that show on the smallest workload.
+``zoo.py`` lists one of them (``IgnoresBatchLimit``, for BATCH-1); for DEC-1 and PAGE-3 it
+already has mutants above.
 """
 
 from __future__ import annotations
@@ -248,3 +252,34 @@ class HangsInSchedule(ContinuousScheduler):
         while len(self.running) >= self.limits.batch_limit > 1:  # BUG: never exits
             pass
         return batch
+
+
+# Shared by the test files, not in the zoo ----------------------------------------------------
+# Each breaks its rule on the smallest workload that can show it (one output token per request,
+# pages of one token): what the search tests assert their counterexamples shrink to.
+
+
+class DecodesTwice(ContinuousScheduler):
+    """The oldest member is scheduled twice in every iteration, room or not (DEC-1)."""
+
+    def schedule(self) -> ScheduledBatch:
+        batch = super().schedule()
+        return replace(batch, decode=batch.decode + batch.decode[:1])  # BUG
+
+
+class NeverReturnsPages(ContinuousScheduler):
+    """Reports a finished request's pages freed but keeps as many out of the pool (PAGE-3)."""
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        outcome = super().update_from_output(output)
+        for pages in outcome.freed.values():
+            self.pool.allocate("<lost>", len(pages))  # BUG
+        return replace(outcome, free_pages=self.pool.free_count)
+
+
+class IgnoresBatchLimit(ContinuousScheduler):
+    """Admits whatever fits the pool, however many are active (BATCH-1)."""
+
+    def can_admit(self, request: Request) -> bool:
+        peak = peak_pages(request, self.limits.page_size)
+        return self.committed_pages + peak <= self.limits.pool_pages  # BUG: slots not counted

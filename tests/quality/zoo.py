@@ -97,6 +97,8 @@ ZOO: tuple[Mutant, ...] = (
            _class("StarvesAFullPoolRequest")),
     Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
            _class("OvercommitsThePool")),
+    Mutant("batch overflow", "admission counts pages but not slots", "BATCH-1",
+           _class("IgnoresBatchLimit")),
     Mutant("raises", "schedule() raises mid-run", "PROTO-1", _class("RaisesMidRun")),
     Mutant("garbage answer", "update_from_output() returns a dict", "PROTO-1",
            _class("AnswersGarbage")),
