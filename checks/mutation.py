@@ -83,6 +83,9 @@ def mutation_score(outcomes: Iterable[MutantOutcome]) -> tuple[int, int]:
     return sum(o.caught for o in results), len(results)
 
 
+_MUTANT_FIELDS = ("name", "bug", "expected", "policy", "timeout", "materialise")
+
+
 def load_zoo(path: Path) -> tuple[MutantSpec, ...]:
     """The ``ZOO`` tuple of the zoo module at ``path`` (tests/quality/zoo.py in a checkout)."""
     if not path.is_file():
@@ -92,8 +95,17 @@ def load_zoo(path: Path) -> tuple[MutantSpec, ...]:
         raise ZooError(f"{path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the zoo is the user's file: a broken one is invalid input
+        raise ZooError(f"{path}: cannot be imported ({type(error).__name__}: {error})") from None
     zoo = getattr(module, "ZOO", None)
     if not isinstance(zoo, tuple) or not zoo:
         raise ZooError(f"{path}: defines no ZOO tuple of mutants")
+    for mutant in zoo:
+        if not all(hasattr(mutant, field) for field in _MUTANT_FIELDS):
+            raise ZooError(
+                f"{path}: ZOO holds {mutant!r}, which is not a mutant "
+                f"(a mutant has {', '.join(_MUTANT_FIELDS)})"
+            )
     return zoo

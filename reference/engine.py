@@ -48,7 +48,7 @@ def iteration_bound(workload: Workload) -> int:
     Even one request at a time, every request is done ``output_tokens`` iterations after the
     later of its arrival and the previous request's completion.
     """
-    last_arrival = max(r.arrival for r in workload.requests)
+    last_arrival = max((r.arrival for r in workload.requests), default=0)
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
 

@@ -34,7 +34,7 @@ class PagePool:
         return 0 <= count <= len(self._free)
 
     def allocate(self, owner: str, count: int) -> list[int]:
-        """Take ``count`` free pages for ``owner`` (lowest-recently-freed first)."""
+        """Take ``count`` free pages for ``owner`` (least recently freed first)."""
         if not self.can_allocate(count):
             raise PoolError(
                 f"over-allocation: {owner} asked for {count} pages, {len(self._free)} are free"

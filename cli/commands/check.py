@@ -122,12 +122,20 @@ def main(args: argparse.Namespace) -> int:
         )
     except EventLogError as error:  # a malformed log is invalid input, not a finding
         raise UsageError(str(error)) from None
-    report = save_failing_workloads(report, args.save_dir)
+    try:
+        report = save_failing_workloads(report, args.save_dir)
+    except OSError as error:
+        raise UsageError(f"--save-dir {args.save_dir}: cannot write ({error.strerror})") from None
     reproduce = f"kvsched check {args.target}"
     if args.json:
         print(render_json(report))
     else:
         print(render_table(report, reproduce))
     if args.junit_xml is not None:
-        args.junit_xml.write_text(render_junit_xml(report, reproduce), encoding="utf-8")
+        try:
+            args.junit_xml.write_text(render_junit_xml(report, reproduce), encoding="utf-8")
+        except OSError as error:
+            raise UsageError(
+                f"--junit-xml {args.junit_xml}: cannot write ({error.strerror})"
+            ) from None
     return report.exit_code

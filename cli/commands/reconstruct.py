@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kvsched.cli import UsageError
 from kvsched.spec.workload import workload_to_json
 
 
@@ -46,6 +47,9 @@ def main(args: argparse.Namespace) -> int:
             f"{figures['utilization']:.1%}, P95 wait {figures['p95_wait']:.1f} (reference replay)"
         )
     if args.out:
-        args.out.write_text(json.dumps(workload_to_json(workload), indent=2) + "\n")
+        try:
+            args.out.write_text(json.dumps(workload_to_json(workload), indent=2) + "\n")
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
         print(f"wrote {args.out}")
     return 0

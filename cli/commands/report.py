@@ -9,6 +9,7 @@ case regresses beyond it, which is the CI gate. Bad arguments exit 2 before anyt
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -123,6 +124,10 @@ def main(args: argparse.Namespace) -> int:
     if "/" in name or name in (".", ".."):
         raise UsageError(f"--name '{name}' must be a plain folder name, without '/'")
     folder = Path(args.out) / name
+    # Checked before the runs, so an unwritable --out costs nothing and creates nothing.
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise UsageError(f"--out: cannot create {folder}: {existing} is not a writable folder")
 
     from kvsched.reports.build import build_report
 
@@ -141,6 +146,8 @@ def main(args: argparse.Namespace) -> int:
         )
     except ThresholdError as error:
         raise UsageError(f"--fail-on {error}") from None
+    except OSError as error:  # every input was read before; this is writing the report
+        raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
     print(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
     if report.verdict is None:
         return 0
@@ -148,10 +155,19 @@ def main(args: argparse.Namespace) -> int:
         print(f"regression: {describe_breach(breach)}", file=sys.stderr)
     for threshold, label in report.verdict.failures:
         print(f"regression: {describe_failure(threshold, label)}", file=sys.stderr)
-    verdict = "passed" if report.verdict.passed else "FAILED"
-    problems = len(report.verdict.breaches) + len(report.verdict.failures)
+    # A run that faulted or starved has partial figures (no wait for a request never admitted),
+    # which can look better than the baseline's: the gate must not pass it.
+    partial = [case for case in report.cases if case.problem]
+    for case in partial:
+        print(
+            f"regression: {case.policy} on {case.workload.name} did not complete: {case.problem}",
+            file=sys.stderr,
+        )
+    passed = report.verdict.passed and not partial
+    verdict = "passed" if passed else "FAILED"
+    problems = len(report.verdict.breaches) + len(report.verdict.failures) + len(partial)
     print(f"gate {verdict}: {problems} regression(s), {len(thresholds)} threshold(s)")
-    return 0 if report.verdict.passed else 1
+    return 0 if passed else 1
 
 
 def _workloads(specs: list[str]) -> list[Workload]:

@@ -90,7 +90,10 @@ def main(args: argparse.Namespace) -> int:
     else:
         _print(answer)
     if answer.workload is not None and args.out:
-        args.out.write_text(json.dumps(workload_to_json(answer.workload), indent=2) + "\n")
+        try:
+            args.out.write_text(json.dumps(workload_to_json(answer.workload), indent=2) + "\n")
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
         if not args.json:
             print(f"wrote {args.out}")
     answered = answer.workload is not None or answer.verdict.startswith("none exists")
