@@ -7,11 +7,10 @@ fits. Each rule reads the ledgers' counters, so it costs the same whatever the p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.workload import Limits
+from kvsched.spec.workload import Limits, pages_for
 
 from .findings import Finding
 from .monitor_pages import PageLedger
@@ -89,7 +88,7 @@ class BatchRules:
                 f"commits in a pool of {self.pages.usable}"
             )
         else:
-            needed = math.ceil((history + 1) / self.limits.page_size)
+            needed = pages_for(history + 1, self.limits.page_size)
             if self.pages.free - properties.watermark_pages < needed:
                 return None
             why = f"{self.pages.free} pages were free and it needs at most {needed}"

@@ -9,12 +9,11 @@ check is per page named in the event, so the cost follows the iteration, not the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterable, Sequence
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Limits
+from kvsched.spec.workload import Limits, pages_for
 
 from .findings import Finding, page_list, request_list
 
@@ -178,7 +177,7 @@ class PageLedger:
     def coverage(self, n: int, rid: str, kv_tokens: int, most: int | None) -> Finding | None:
         """PAGE-1: the table holds the KV, and no more than ``most`` pages (None: minimal)."""
         held = len(self.tables.get(rid, ()))
-        needed = math.ceil(kv_tokens / self.page_size)
+        needed = pages_for(kv_tokens, self.page_size)
         if held < needed:
             return _found(
                 "PAGE-1",

@@ -10,7 +10,6 @@ follows the iteration, not the workload.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
@@ -47,7 +46,8 @@ class RequestLedger:
     def _prefill_iterations(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's (LIVE-1)."""
         budget = self.properties.token_budget
-        return math.ceil(tokens / budget) if self.properties.chunked_prefill and budget else 0
+        # iterations a chunked prefill of ``tokens`` needs under the budget: a ceiling, in integers
+        return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
 
     def reservation(self, request_id: str) -> int:
         return self.properties.reservation(self.requests[request_id], self.page_size)

@@ -36,7 +36,6 @@ import z3
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.engine import run
 from kvsched.reference.metrics import compute_metrics
-from kvsched.reference.pages import pages_for
 from kvsched.reference.static import StaticScheduler
 from kvsched.spec.teaching import (
     PUBLISHED,
@@ -44,7 +43,7 @@ from kvsched.spec.teaching import (
     STORYBOARD_D_JOINS_CONTINUOUS,
     STORYBOARD_FIRST_BATCH_PAGES,
 )
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
 NAMES = "abcdefghi"
 BATCH_LIMIT = 3

@@ -28,11 +28,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvsched.spec.workload import Workload, WorkloadError
+from kvsched.spec.workload import Workload, WorkloadError, pages_for
 
 from .engine import Run
 from .metrics import RunMetrics, admission_iterations, percentile
-from .pages import pages_for
 
 REFERENCE_POLICIES = ("static", "continuous")
 

@@ -1,8 +1,14 @@
-"""Page accounting: how many KV pages a number of tokens needs (spec/semantics.md, section 2)."""
+"""Page accounting: how many KV pages a number of tokens needs (spec/semantics.md, section 2).
+
+``pages_for`` itself lives in ``kvsched.spec.workload`` (the loader needs it to reject requests
+that can never fit); this module adds the exercise's checked, dict-returning contract.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from kvsched.spec.workload import pages_for
 
 
 def allocate_kv_pages(tokens: int, page_size: int = 16) -> dict[str, int]:
@@ -17,14 +23,9 @@ def allocate_kv_pages(tokens: int, page_size: int = 16) -> dict[str, int]:
     """
     _require_int("tokens", tokens, minimum=0)
     _require_int("page_size", page_size, minimum=1)
-    pages = -(-tokens // page_size)
+    pages = pages_for(tokens, page_size)
     capacity = pages * page_size
     return {"pages": pages, "capacity": capacity, "wastedSlots": capacity - tokens}
-
-
-def pages_for(tokens: int, page_size: int) -> int:
-    """``allocate_kv_pages(tokens, page_size)["pages"]`` without the checks, for the hot loop."""
-    return -(-tokens // page_size)
 
 
 def _require_int(name: str, value: Any, minimum: int) -> None:

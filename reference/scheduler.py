@@ -12,9 +12,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
-from kvsched.spec.workload import Limits, Request, peak_pages
+from kvsched.spec.workload import Limits, Request, pages_for, peak_pages
 
-from .pages import pages_for
 from .pool import PagePool
 
 

@@ -25,12 +25,11 @@ false alarms (spec/eventlog.md, section 4, says what each declaration changes):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .workload import Limits, Request
+from .workload import Limits, Request, pages_for
 
 ADMISSION_MODES = ("peak", "lazy")
 
@@ -116,7 +115,7 @@ class TargetProperties:
         tokens = request.prompt_tokens + request.output_tokens
         if self.reserve_ahead and self.max_model_len is not None:
             tokens = max(tokens, self.max_model_len)
-        return math.ceil(tokens / page_size)
+        return pages_for(tokens, page_size)
 
 
 _FIELDS = tuple(TargetProperties.__dataclass_fields__)

@@ -8,7 +8,6 @@ the request and the field named. It never repairs a file silently.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +55,14 @@ class Workload:
         raise KeyError(request_id)
 
 
+def pages_for(tokens: int, page_size: int) -> int:
+    """Pages that hold ``tokens`` tokens, ``ceil(tokens / page_size)``, in exact integers (2)."""
+    return -(-tokens // page_size)
+
+
 def peak_pages(request: Request, page_size: int) -> int:
     """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
-    return math.ceil((request.prompt_tokens + request.output_tokens) / page_size)
+    return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
 _TOP_FIELDS = {"format", "name", "description", "limits", "requests"}

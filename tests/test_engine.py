@@ -6,9 +6,8 @@ import pytest
 
 from kvsched.reference import POLICIES, PagePool, PoolError, run
 from kvsched.reference.engine import iteration_bound
-from kvsched.reference.pages import pages_for
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
 WORKLOAD = Workload(
     "mixed",

@@ -26,13 +26,12 @@ from kvsched.checks.findings import Finding
 from kvsched.checks.monitor import Monitor, monitor_run
 from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.engine import Run, iteration_bound
-from kvsched.reference.pages import pages_for
 from kvsched.reference.scheduler import Sequence
 from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
 from kvsched.spec.teaching import TEACHING_TRACE, load_teaching_trace
-from kvsched.spec.workload import Limits, Request, Workload, peak_pages
+from kvsched.spec.workload import Limits, Request, Workload, pages_for, peak_pages
 
 
 def workload(limits: tuple[int, int, int], *requests: tuple[str, int, int, int]) -> Workload:
