@@ -16,6 +16,14 @@ from kvsched.spec.workload import Workload
 
 @dataclass(frozen=True)
 class RunMetrics:
+    """Section 7's metrics of one run.
+
+    On a run that did not drain (a scheduler under test that crashed or starved a request), the
+    waits cover only the requests that were admitted: a partial run's figures flatter it, so
+    whoever compares runs must check ``Run.drained`` and ``Run.fault`` first (the report's gate
+    does).
+    """
+
     iterations: int
     """The last iteration in which any request was active (7.1)."""
     busy_iterations: int
@@ -38,6 +46,7 @@ class RunMetrics:
     """Wasted slots averaged over busy iterations (7.6)."""
 
     def as_dict(self) -> dict[str, object]:
+        """Every metric by name, waits included, as ``kvsched replay --format json`` prints it."""
         return {
             "iterations": self.iterations,
             "busy_iterations": self.busy_iterations,

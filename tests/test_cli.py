@@ -71,3 +71,10 @@ def test_python_m_kvsched_works_from_the_source_root() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "continuous" in result.stdout
+
+
+def test_synth_refuses_a_question_one_request_cannot_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["synth", "reuse", "--requests", "1"]) == 2
+    assert "'reuse' needs --requests >= 2, got 1" in capsys.readouterr().err

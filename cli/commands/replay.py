@@ -67,7 +67,8 @@ def render_table(workload: Workload, metrics: dict[str, RunMetrics]) -> str:
     limits = workload.limits
     header = (
         f"{workload.name}: {len(workload.requests)} requests, batch limit {limits.batch_limit}, "
-        f"pages of {limits.page_size} tokens, pool of {limits.pool_pages} pages"
+        f"pages of {_plural(limits.page_size, 'token')}, "
+        f"pool of {_plural(limits.pool_pages, 'page')}"
     )
     rows = [
         ("iterations", *(m.iterations for m in metrics.values())),
@@ -122,12 +123,12 @@ def _describe(iteration: int, event: IterationEvent, batch_limit: int) -> str:
         parts.append(f"{_ids(event.waiting)} wait{'s' if len(event.waiting) == 1 else ''}")
     for request_id in event.finished:
         pages = event.freed.get(request_id, ())
-        parts.append(f"{request_id} finishes, frees {len(pages)} pages {_pages(pages)}")
+        parts.append(f"{request_id} finishes, frees {_plural(len(pages), 'page')} {_pages(pages)}")
     idle = batch_limit - len(event.active)
     if event.waiting and idle > 0:
         parts.append(f"{idle} slot{'s' if idle > 1 else ''} idle")
     if event.active:
-        parts.append(f"{event.pages_in_use} pages in use")
+        parts.append(f"{_plural(event.pages_in_use, 'page')} in use")
     return f"  {iteration:>7}  " + "; ".join(parts)
 
 
@@ -152,3 +153,7 @@ def _pages(pages: Sequence[int]) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

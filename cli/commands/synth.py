@@ -111,6 +111,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(f"--pool-pages must be >= 1, got {args.pool_pages}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.question in ("reuse", "iteration-gap", "p95-inversion") and args.requests < 2:
+        # reuse needs a page freed by one request and taken by another; a gap or an inversion
+        # between the policies needs someone to wait
+        raise UsageError(f"'{args.question}' needs --requests >= 2, got {args.requests}")
     if args.method is not None and args.question != "reuse":
         raise UsageError("--method applies to the 'reuse' question only")
 
