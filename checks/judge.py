@@ -56,7 +56,7 @@ class CheckOptions:
     policy: str = ""
     """Overrides the target's declared policy; a learner's file is judged under both without it."""
     profile: str = "ci"
-    """The Hypothesis profile (kvsched/checks/profiles.py)."""
+    """The Hypothesis profile (checks/profiles.py)."""
     max_examples: int | None = None
     hypothesis: bool = True
     teaching_trace: bool = True
