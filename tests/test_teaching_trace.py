@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from kvsched.checks import teaching_trace
+from kvsched.checks import teaching_model, teaching_trace
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.spec.teaching import (
     PUBLISHED,
@@ -74,12 +74,12 @@ def test_the_questions_are_not_vacuous() -> None:
     """The impossibility is tight: without static P95 wait, the shipped trace meets the rest."""
     import z3
 
-    model = teaching_trace.TeachingModel()
+    model = teaching_model.TeachingModel()
     for k, request in enumerate(TRACE.requests):
         model.solver.add(model.arrival[k] == request.arrival)
         model.solver.add(model.output[k] == request.output_tokens)
     model.solver.add(model.storyboard())
-    model.solver.add(*[model.figure(p, f) for p, f in teaching_trace.FIGURES if f != "p95_wait"])
+    model.solver.add(*[model.figure(p, f) for p, f in teaching_model.FIGURES if f != "p95_wait"])
     model.solver.add(model.figure("continuous", "p95_wait"))
     assert model.solver.check() == z3.sat
 
@@ -97,11 +97,11 @@ def test_closed_forms_agree_with_the_reference() -> None:
 
     rng = random.Random(20261129)
     for _ in range(25):
-        arrivals = sorted(rng.randint(0, 40) for _ in teaching_trace.NAMES)
-        outputs = [rng.randint(1, 30) for _ in teaching_trace.NAMES]
+        arrivals = sorted(rng.randint(0, 40) for _ in teaching_model.NAMES)
+        outputs = [rng.randint(1, 30) for _ in teaching_model.NAMES]
         workload = teaching_trace.build_workload(arrivals, outputs)
-        model = teaching_trace.TeachingModel()
-        for k in range(len(teaching_trace.NAMES)):
+        model = teaching_model.TeachingModel()
+        for k in range(len(teaching_model.NAMES)):
             model.solver.add(model.arrival[k] == arrivals[k], model.output[k] == outputs[k])
         assert model.solver.check() == z3.sat
         solution = model.solver.model()
@@ -111,7 +111,7 @@ def test_closed_forms_agree_with_the_reference() -> None:
             metrics = compute_metrics(workload, events)
             schedule = model.schedules[policy]
             assert [solution.eval(s).as_long() for s in schedule.starts] == [
-                starts[x] for x in teaching_trace.NAMES
+                starts[x] for x in teaching_model.NAMES
             ]
             assert solution.eval(schedule.iterations).as_long() == metrics.iterations
             assert solution.eval(schedule.busy_iterations).as_long() == metrics.busy_iterations
