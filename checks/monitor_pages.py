@@ -183,7 +183,7 @@ class PageLedger:
                 "PAGE-1",
                 n,
                 f"request {rid!r} has KV for {_tokens(kv_tokens)} in iteration {n}, which "
-                f"needs {_count(needed)} of {self.page_size} slots, but holds {held}: KV "
+                f"needs {_count(needed)} of {_slots(self.page_size)}, but holds {held}: KV "
                 "written past the pages held",
                 (),
                 rid,
@@ -193,8 +193,8 @@ class PageLedger:
                 "PAGE-1",
                 n,
                 f"request {rid!r} holds {_count(held)} in iteration {n} for "
-                f"{_tokens(kv_tokens)}; {_count(needed)} of {self.page_size} slots hold them "
-                "(pages are taken as needed, and no more)",
+                f"{_tokens(kv_tokens)}, where {_count(needed)} of {_slots(self.page_size)} "
+                "would do (pages are taken as needed, and no more)",
                 (),
                 rid,
             )
@@ -235,3 +235,7 @@ def _count(pages: int) -> str:
 
 def _tokens(tokens: int) -> str:
     return "1 token" if tokens == 1 else f"{tokens} tokens"
+
+
+def _slots(page_size: int) -> str:
+    return "1 slot" if page_size == 1 else f"{page_size} slots"

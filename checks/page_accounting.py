@@ -106,8 +106,9 @@ def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size:
         reason = (
             f"{answer['pages']} pages of {page_size} slots cannot hold {tokens} tokens"
             if fewer
-            else f"{tokens} tokens need only {expected['pages']} pages of {page_size} slots, "
-            f"so {answer['pages']} waste a whole page or more"
+            else f"{tokens} tokens need only {expected['pages']} pages of {page_size} slots; "
+            f"{answer['pages']} page{'s' if answer['pages'] != 1 else ''} leave at least one "
+            "page with no token in it"
         )
         return f"{reason}; pages = ceil(tokens / page_size) = {expected['pages']}."
     for key in ("capacity", "wastedSlots"):
