@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 import itertools
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from .results import CaseResult, ResultsError, ResultSet
+from .results import CaseResult, ResultsError, ResultSet, load_json_object
 
 _NOT_RUNS = {"machine.json", "benchmarks.json"}
 
@@ -31,7 +30,7 @@ _NOT_RUNS = {"machine.json", "benchmarks.json"}
 def is_asv_results(path: Path) -> bool:
     """Whether ``path`` looks like an asv results tree, machine folder or run file."""
     if path.is_file():
-        return "result_columns" in _load(path)
+        return "result_columns" in load_json_object(path)
     return (path / "benchmarks.json").is_file() or (path / "machine.json").is_file()
 
 
@@ -39,7 +38,7 @@ def read_asv_results(path: Path, commit: str = "") -> ResultSet:
     """The figures of one asv run: ``path`` is a run file, or a tree holding exactly one run
     (after keeping the runs whose commit hash starts with ``commit``)."""
     run_file = path if path.is_file() else _choose_run(path, commit)
-    run = _load(run_file)
+    run = load_json_object(run_file)
     for name in ("commit_hash", "result_columns", "results"):
         if name not in run:
             raise ResultsError(f"{run_file}: not an asv results file (no field '{name}')")
@@ -119,7 +118,7 @@ def _choose_run(folder: Path, commit: str) -> Path:
     for path in sorted(folder.rglob("*.json")):
         if path.name in _NOT_RUNS:
             continue
-        document = _load(path)
+        document = load_json_object(path)
         if "result_columns" in document and str(document.get("commit_hash", "")).startswith(commit):
             runs.append(path)
     if not runs:
@@ -139,18 +138,6 @@ def _benchmarks_json(run_file: Path) -> dict[str, Any]:
     for folder in (run_file.parent.parent, run_file.parent):
         candidate = folder / "benchmarks.json"
         if candidate.is_file():
-            described = _load(candidate)
+            described = load_json_object(candidate)
             return {k: v for k, v in described.items() if isinstance(v, dict)}
     return {}
-
-
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ResultsError(f"{path}: cannot read ({error.strerror})") from None
-    except json.JSONDecodeError as error:
-        raise ResultsError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-    if not isinstance(document, dict):
-        raise ResultsError(f"{path}: must hold a JSON object")
-    return document

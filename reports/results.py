@@ -108,13 +108,8 @@ def write_results(results: ResultSet, path: Path) -> None:
 
 def read_results(path: Path) -> ResultSet:
     """Read a results.json written by :func:`write_results`; bad files name the field at fault."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ResultsError(f"{path}: cannot read the results file ({error.strerror})") from None
-    except json.JSONDecodeError as error:
-        raise ResultsError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
-    if not isinstance(document, dict) or document.get("kind") != RESULTS_KIND:
+    document = load_json_object(path)
+    if document.get("kind") != RESULTS_KIND:
         raise ResultsError(
             f'{path}: not a kvsched report results file (expected "kind": "{RESULTS_KIND}")'
         )
@@ -158,3 +153,16 @@ def _parse_case(raw: Any, where: str) -> CaseResult:
     if not isinstance(units, dict) or not all(isinstance(u, str) for u in units.values()):
         raise ResultsError(f"{where}: field 'units' must map metric names to strings")
     return CaseResult(raw["workload"], raw["policy"], metrics, units)
+
+
+def load_json_object(path: Path) -> dict[str, Any]:
+    """A file holding one JSON object (results.json, asv's files); errors name the file."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ResultsError(f"{path}: cannot read ({error.strerror})") from None
+    except json.JSONDecodeError as error:
+        raise ResultsError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    if not isinstance(document, dict):
+        raise ResultsError(f"{path}: must hold a JSON object")
+    return document
