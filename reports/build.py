@@ -54,7 +54,12 @@ def build_report(
         cases = run_cases(workloads, policies, engine, progress)
         candidate = results_of(cases)
     comparison = compare(baseline, candidate) if baseline is not None else None
-    verdict = check_gate(thresholds, comparison) if comparison and thresholds else None
+    incomplete = [
+        f"{case.policy} on {case.workload.name} did not complete: {case.problem}"
+        for case in cases
+        if case.problem
+    ]
+    verdict = check_gate(thresholds, comparison, incomplete) if comparison and thresholds else None
     folder.mkdir(parents=True, exist_ok=True)
     _clear(folder)
     drawn = _draw(folder, cases, progress) if plots else ()

@@ -16,7 +16,7 @@ from kvsched.spec.workload import Workload
 from .collect import FAST, CaseRun
 from .compare import Comparison, format_percent
 from .figures import Plot
-from .gate import GateVerdict, describe_breach, describe_failure
+from .gate import GateVerdict
 from .render import Block, Bullets, Code, Heading, Image, Paragraph, Table
 from .results import ResultSet
 from .story import lesson_comparison, policy_story
@@ -210,10 +210,8 @@ def _gate_section(verdict: GateVerdict) -> list[Block]:
         Heading("Gate", 3),
         Table(("threshold", "meaning", "cases checked", "breaches"), rows),
     ]
-    problems = [describe_breach(b) for b in verdict.breaches]
-    problems += [describe_failure(t, label) for t, label in verdict.failures]
-    if problems:
-        blocks.append(Bullets(tuple(problems)))
+    if verdict.problems:
+        blocks.append(Bullets(tuple(verdict.problems)))
     return blocks
 
 
@@ -222,7 +220,7 @@ def _verdict_line(verdict: GateVerdict) -> str:
     if verdict.passed:
         return f"**Gate passed**: no regression beyond the {count} threshold(s) below."
     return (
-        f"**Gate failed**: {len(verdict.breaches) + len(verdict.failures)} regression(s) "
+        f"**Gate failed**: {len(verdict.problems)} regression(s) "
         f"or failed benchmark(s) against the {count} "
         "threshold(s) below."
     )

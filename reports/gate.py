@@ -65,10 +65,22 @@ class GateVerdict:
     breaches: tuple[Breach, ...]
     failures: tuple[tuple[Threshold, str], ...] = ()
     """(threshold, case label) where the candidate's benchmark failed: no figure, no pass."""
+    incomplete: tuple[str, ...] = ()
+    """Candidate runs that faulted or starved, described. Their figures are partial (no wait
+    for a request never admitted) and can look better than the baseline's, so they never pass."""
 
     @property
     def passed(self) -> bool:
-        return not self.breaches and not self.failures
+        return not self.breaches and not self.failures and not self.incomplete
+
+    @property
+    def problems(self) -> list[str]:
+        """Every reason the gate failed, one sentence each."""
+        return (
+            [describe_breach(b) for b in self.breaches]
+            + [describe_failure(t, label) for t, label in self.failures]
+            + list(self.incomplete)
+        )
 
 
 def parse_threshold(text: str) -> Threshold:
@@ -114,8 +126,11 @@ def parse_threshold(text: str) -> Threshold:
     return Threshold(name, rise, float(number), percent, text)
 
 
-def check_gate(thresholds: Sequence[Threshold], comparison: Comparison) -> GateVerdict:
-    """Every threshold against every compared case that reports its metric."""
+def check_gate(
+    thresholds: Sequence[Threshold], comparison: Comparison, incomplete: Sequence[str] = ()
+) -> GateVerdict:
+    """Every threshold against every compared case that reports its metric; ``incomplete``
+    describes candidate runs that did not complete, each a failure whatever the thresholds."""
     available = comparison.metric_names
     checked: list[int] = []
     breaches: list[Breach] = []
@@ -135,7 +150,9 @@ def check_gate(thresholds: Sequence[Threshold], comparison: Comparison) -> GateV
             for label, metric in comparison.failed_in_candidate
             if metric == threshold.metric
         )
-    return GateVerdict(tuple(thresholds), tuple(checked), tuple(breaches), tuple(failures))
+    return GateVerdict(
+        tuple(thresholds), tuple(checked), tuple(breaches), tuple(failures), tuple(incomplete)
+    )
 
 
 def describe_failure(threshold: Threshold, label: str) -> str:

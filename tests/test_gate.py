@@ -30,6 +30,17 @@ class OneAtATime(ContinuousScheduler):
         return not self.running and super().can_admit(request)
 """
 
+# Never admits anyone: the run starves every request, and its partial figures (no waits at all)
+# look better than any baseline's.
+NEVER_ADMITS = """
+from kvsched.reference.continuous import ContinuousScheduler
+
+
+class NeverAdmits(ContinuousScheduler):
+    def admission_open(self):
+        return False
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "metric", "rise", "limit", "percent"),
@@ -140,6 +151,19 @@ def test_a_deliberately_worse_scheduler_fails_the_gate(
     assert "**Gate failed**" in markdown and "**breach**" in markdown
     assert "Only in the baseline (not compared): `teaching / static`" in markdown
     assert "with the scheduler under test as continuous" in markdown
+
+
+def test_a_run_that_starves_fails_the_gate_in_the_report_too(
+    baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planted = tmp_path / "never_admits.py"
+    planted.write_text(NEVER_ADMITS)
+    assert gate(baseline, tmp_path, "--policies", f"continuous={planted}:NeverAdmits") == 1
+    captured = capsys.readouterr()
+    assert "regression: continuous on teaching did not complete" in captured.err
+    assert "gate FAILED" in captured.out
+    markdown = " ".join((tmp_path / "teaching" / "report.md").read_text().split())
+    assert "**Gate failed**" in markdown and "did not complete" in markdown
 
 
 def test_a_workload_whose_p95_rises_fails_the_gate(

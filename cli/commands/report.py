@@ -88,8 +88,6 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from kvsched.reports.gate import (
         ThresholdError,
-        describe_breach,
-        describe_failure,
         parse_threshold,
     )
     from kvsched.reports.results import ResultsError
@@ -151,23 +149,12 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
     if report.verdict is None:
         return 0
-    for breach in report.verdict.breaches:
-        print(f"regression: {describe_breach(breach)}", file=sys.stderr)
-    for threshold, label in report.verdict.failures:
-        print(f"regression: {describe_failure(threshold, label)}", file=sys.stderr)
-    # A run that faulted or starved has partial figures (no wait for a request never admitted),
-    # which can look better than the baseline's: the gate must not pass it.
-    partial = [case for case in report.cases if case.problem]
-    for case in partial:
-        print(
-            f"regression: {case.policy} on {case.workload.name} did not complete: {case.problem}",
-            file=sys.stderr,
-        )
-    passed = report.verdict.passed and not partial
-    verdict = "passed" if passed else "FAILED"
-    problems = len(report.verdict.breaches) + len(report.verdict.failures) + len(partial)
-    print(f"gate {verdict}: {problems} regression(s), {len(thresholds)} threshold(s)")
-    return 0 if passed else 1
+    for problem in report.verdict.problems:
+        print(f"regression: {problem}", file=sys.stderr)
+    verdict = "passed" if report.verdict.passed else "FAILED"
+    count = len(report.verdict.problems)
+    print(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
+    return 0 if report.verdict.passed else 1
 
 
 def _workloads(specs: list[str]) -> list[Workload]:
