@@ -96,7 +96,7 @@ def render_timeline(policy_run: Run, fold: bool = True) -> str:
     while index < len(events):
         event = events[index]
         if not fold or _eventful(event):
-            lines.append(_describe(event.iteration, event, batch_limit))
+            lines.append(_describe(event, batch_limit))
             index += 1
             continue
         end = index
@@ -111,7 +111,7 @@ def _eventful(event: IterationEvent) -> bool:
     return bool(event.admitted or event.finished or event.arrived)
 
 
-def _describe(iteration: int, event: IterationEvent, batch_limit: int) -> str:
+def _describe(event: IterationEvent, batch_limit: int) -> str:
     parts = []
     if event.arrived:
         parts.append(f"{_ids(event.arrived)} arrive{'s' if len(event.arrived) == 1 else ''}")
@@ -129,7 +129,7 @@ def _describe(iteration: int, event: IterationEvent, batch_limit: int) -> str:
         parts.append(f"{idle} slot{'s' if idle > 1 else ''} idle")
     if event.active:
         parts.append(f"{_plural(event.pages_in_use, 'page')} in use")
-    return f"  {iteration:>7}  " + "; ".join(parts)
+    return f"  {event.iteration:>7}  " + "; ".join(parts)
 
 
 def _describe_quiet(first: IterationEvent, last: IterationEvent, batch_limit: int) -> str:
