@@ -25,7 +25,7 @@ def _module(name: str) -> ModuleType:
 
 
 class Monitor:
-    """checks/monitor.py judging a stepped run of 1,000 requests (poisson-short-tight)."""
+    """checks/monitor/runtime.py judging a stepped run of 1,000 requests (poisson-short-tight)."""
 
     params = sorted(POLICIES)
     param_names = ("policy",)
@@ -34,7 +34,7 @@ class Monitor:
     monitor_run: Any
 
     def setup(self, policy: str) -> None:
-        self.monitor_run = _module("kvsched.checks.monitor").monitor_run
+        self.monitor_run = _module("kvsched.checks.monitor.runtime").monitor_run
         families = _module("kvsched.reference.families")
         self.workload = families.generate("poisson-short-tight", 1_000, SEED)
         self.run = run(self.workload, POLICIES[policy])
@@ -58,13 +58,13 @@ class Monitor:
 
 
 class HypothesisSearch:
-    """checks/hypothesis_check.py: 100 workloads (the ci profile) through the reference."""
+    """checks/search/explore.py: 100 workloads (the ci profile) through the reference."""
 
     timeout = 300
     search: Any
 
     def setup(self) -> None:
-        self.search = _module("kvsched.checks.hypothesis_check").search
+        self.search = _module("kvsched.checks.search.explore").search
 
     def time_search(self) -> None:
         _expect_clean(
@@ -78,7 +78,7 @@ class HypothesisSearch:
 
 
 class Z3Proofs:
-    """checks/z3_pages.py's page lemmas and checks/z3_induction.py's proof for 3 requests."""
+    """The page lemmas (checks/proofs/pages.py) and the induction proof for 3 requests."""
 
     timeout = 300
     pages: ModuleType
@@ -86,9 +86,9 @@ class Z3Proofs:
     model: ModuleType
 
     def setup(self) -> None:
-        self.pages = _module("kvsched.checks.z3_pages")
-        self.induction = _module("kvsched.checks.z3_induction")
-        self.model = _module("kvsched.checks.z3_model")
+        self.pages = _module("kvsched.checks.proofs.pages")
+        self.induction = _module("kvsched.checks.proofs.induction")
+        self.model = _module("kvsched.checks.proofs.model")
 
     def time_page_lemmas(self) -> None:
         _expect_proved([self.pages.prove_lemma(lemma, 60.0) for lemma in self.pages.LEMMAS])

@@ -52,8 +52,8 @@ def pytest_collection_modifyitems(
 
 
 def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
-    from kvsched.checks.learner import POLICIES
-    from kvsched.checks.targets import LearnerTarget, SchedulerTarget, TargetError, load_target
+    from kvsched.checks.targets.learner import POLICIES
+    from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
 
     config = session.config
     try:
@@ -102,8 +102,8 @@ class KvschedItem(pytest.Item):
         self.load_error = load_error
 
     def runtest(self) -> None:
-        from kvsched.checks.output import explain
-        from kvsched.checks.verdict import NOT_APPLICABLE, NOT_CHECKED, VIOLATED
+        from kvsched.checks.verdict.render import explain
+        from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED
 
         if self.load_error:
             raise KvschedFailure(f"cannot load the target: {self.load_error}")
@@ -124,8 +124,8 @@ class KvschedItem(pytest.Item):
             return
 
     def _report(self) -> Any:
-        from kvsched.checks.judge import CheckOptions, check_isolated, save_failing_workloads
-        from kvsched.checks.targets import load_target
+        from kvsched.checks.judge.check import CheckOptions, check_isolated, save_failing_workloads
+        from kvsched.checks.targets.load import load_target
         from kvsched.spec.workload import load_workload
 
         reports = self.config.stash[_REPORTS]
@@ -162,8 +162,8 @@ def kvsched_check() -> Any:
 
     For projects that prefer their own assertions: ``assert kvsched_check(TARGET).ok``.
     """
-    from kvsched.checks.judge import CheckOptions, check_isolated
-    from kvsched.checks.targets import load_target
+    from kvsched.checks.judge.check import CheckOptions, check_isolated
+    from kvsched.checks.targets.load import load_target
 
     def check(target: str, **options: Any) -> Any:
         return check_isolated(load_target(target), CheckOptions(**options))

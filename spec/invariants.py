@@ -80,7 +80,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "computed nothing, or from a prefill chunk short of the prompt's end, is garbage "
         "(nano-vllm #144).",
         ("any",),
-        "reference/scheduler.py schedule; monitor (checks/monitor_tokens.py); only the "
+        "reference/scheduler.py schedule; monitor (checks/monitor/tokens.py); only the "
         "real-engine extensions of spec/eventlog.md can break it",
     ),
     Invariant(

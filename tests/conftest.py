@@ -1,6 +1,6 @@
 """Test-suite configuration: the Hypothesis profiles and the ``slow`` marker.
 
-The ``ci`` profile (fast, derandomized, no example database; see checks/profiles.py) is the
+The ``ci`` profile (fast, derandomized, no example database; see checks/search/profiles.py) is the
 default, so ``pytest`` gives the same verdict on every machine. Choose another with
 ``pytest --hypothesis-profile=dev`` or ``HYPOTHESIS_PROFILE=thorough pytest``; the command-line
 option wins over the environment variable.
@@ -13,7 +13,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from kvsched.checks.profiles import DEFAULT_PROFILE, register_profiles
+from kvsched.checks.search.profiles import DEFAULT_PROFILE, register_profiles
 
 register_profiles()
 # Loaded at import, before Hypothesis's pytest plugin configures: its --hypothesis-profile option,

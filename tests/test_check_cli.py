@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog import write_log
+from kvsched.checks.eventlog.jsonl import write_log
 from kvsched.cli import main
 from kvsched.reference import ContinuousScheduler, StaticScheduler, run
 from kvsched.spec.invariants import CATALOGUE

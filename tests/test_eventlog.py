@@ -22,7 +22,7 @@ from engines.record import NANO, SCENARIOS, VLLM, VLLM_PREFIXES
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from kvsched.checks.eventlog import (
+from kvsched.checks.eventlog.jsonl import (
     EventLogError,
     check_log,
     log_lines,
@@ -227,7 +227,7 @@ def test_recorded_logs_are_current_and_keep_their_verdict(scenario: Any) -> None
 def test_a_log_is_checked_without_importing_its_engine() -> None:
     log = next(s.path for s in SCENARIOS if s.expected == "PAGE-2")
     code = (
-        "import sys; from kvsched.checks.eventlog import check_log; "
+        "import sys; from kvsched.checks.eventlog.jsonl import check_log; "
         f"f = check_log({str(log)!r}); "
         "assert not [m for m in sys.modules if m.startswith('engines')]; print(f.invariant)"
     )

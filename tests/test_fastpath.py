@@ -12,7 +12,7 @@ import pytest
 from hypothesis import Phase, event, find, given, settings
 from hypothesis import strategies as st
 
-from kvsched.checks.strategies import workloads
+from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.families import FAMILIES, generate
 from kvsched.reference.fastpath import RequestResult, replay, stepped_results

@@ -1,4 +1,4 @@
-"""The Hypothesis search (checks/hypothesis_check.py): clean on the reference, finds and shrinks.
+"""The Hypothesis search (checks/search/explore.py): clean on the reference, finds and shrinks.
 
 The broken schedulers here (and the three shared from quality/mutants.py) are just enough to show
 the search finds a planted bug, shrinks it to a small workload with the right invariant id, and
@@ -16,11 +16,11 @@ import pytest
 from hypothesis import strategies as st
 from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
-from kvsched.checks import hypothesis_check
-from kvsched.checks.findings import Finding
-from kvsched.checks.hypothesis_check import find_counterexample, search
-from kvsched.checks.monitor import monitor_run
-from kvsched.checks.profiles import profile_settings
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.search import explore as hypothesis_check
+from kvsched.checks.search.explore import find_counterexample, search
+from kvsched.checks.search.profiles import profile_settings
 from kvsched.cli import main
 from kvsched.reference import POLICIES, ContinuousScheduler, Run, run
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from kvsched.checks.deadline import Deadline
-from kvsched.checks.judge import CheckOptions, check_target
-from kvsched.checks.learner import learner_factory
-from kvsched.checks.monitor import monitor_run
-from kvsched.checks.output import render_table
-from kvsched.checks.page_accounting import check_allocator
-from kvsched.checks.strategies import workloads
-from kvsched.checks.targets import load_target
+from kvsched.checks.judge.allocator import check_allocator
+from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.search.strategies import workloads
+from kvsched.checks.targets.deadline import Deadline
+from kvsched.checks.targets.learner import learner_factory
+from kvsched.checks.targets.load import load_target
+from kvsched.checks.verdict.render import render_table
 from kvsched.reference import POLICIES, allocate_kv_pages, run
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload

@@ -21,9 +21,9 @@ from quality.mutants import (
     TokenForWaitingRequest,
 )
 
-from kvsched.checks import monitor_pages
-from kvsched.checks.findings import Finding
-from kvsched.checks.monitor import Monitor, monitor_run
+from kvsched.checks.monitor import pages as monitor_pages
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import Monitor, monitor_run
 from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.engine import Run, iteration_bound
 from kvsched.reference.scheduler import Sequence

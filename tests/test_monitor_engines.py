@@ -19,7 +19,7 @@ from engines import nano_like, orca_like, vllm_like
 from engines.blocks import make_event
 from engines.record import SCENARIOS, VLLM, VLLM_PREFIXES
 
-from kvsched.checks.monitor import monitor_run
+from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.reference import run
 from kvsched.reference.engine import Run
 from kvsched.spec.properties import (

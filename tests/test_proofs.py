@@ -1,4 +1,4 @@
-"""The inductive proofs, bounded model checking and `kvsched prove` (checks/proofs.py and friends).
+"""The inductive proofs, bounded model checking and `kvsched prove` (checks/proofs/).
 
 Small sizes by default; the sizes spec/proofs.md claims run under @pytest.mark.slow.
 """
@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 import z3
 
-from kvsched.checks import proofs, z3_induction
-from kvsched.checks.proofs import ProofPlan, ProofResult, outcome, run_proofs
-from kvsched.checks.z3_bmc import Bounds, check_drains, find_violation, unroll
-from kvsched.checks.z3_compare import dominates, prove_never_later
-from kvsched.checks.z3_induction import invariant, prove_inductive
-from kvsched.checks.z3_invariant import STATE_FACTS, STEP_FACTS
-from kvsched.checks.z3_model import BROKEN, FINISHED, Rules, fresh_state, iteration, successor
-from kvsched.checks.z3_query import NOT_PROVED, PROVED, REFUTED, new_solver, prove, prove_with
-from kvsched.checks.z3_workload import abstract_pages, exact_pages, symbolic_workload
+from kvsched.checks.proofs import catalogue as proofs
+from kvsched.checks.proofs import induction as z3_induction
+from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation, unroll
+from kvsched.checks.proofs.catalogue import ProofPlan, ProofResult, outcome, run_proofs
+from kvsched.checks.proofs.compare import dominates, prove_never_later
+from kvsched.checks.proofs.induction import invariant, prove_inductive
+from kvsched.checks.proofs.invariant import STATE_FACTS, STEP_FACTS
+from kvsched.checks.proofs.model import BROKEN, FINISHED, Rules, fresh_state, iteration, successor
+from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, new_solver, prove, prove_with
+from kvsched.checks.proofs.workload import abstract_pages, exact_pages, symbolic_workload
 from kvsched.cli import main
 from kvsched.reference import POLICIES, run
 from kvsched.spec.invariants import CATALOGUE

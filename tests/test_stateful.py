@@ -1,5 +1,6 @@
-"""The stateful test (checks/stateful.py): its driver is the engine, the reference passes it, and
-broken schedulers fail it with the right id and a workload that replays the failure."""
+"""The stateful test (checks/search/stateful.py): its driver is the engine, the reference
+passes it, and broken schedulers fail it with the right id and a workload that replays the
+failure."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
-from kvsched.checks.hypothesis_check import run_stateful
-from kvsched.checks.monitor import monitor_run
-from kvsched.checks.stateful import state_machine, state_machine_test_case
-from kvsched.checks.strategies import workloads
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.search.explore import run_stateful
+from kvsched.checks.search.stateful import state_machine, state_machine_test_case
+from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, ContinuousScheduler, SchedulerFault, StaticScheduler, run
 from kvsched.reference.engine import SchedulerDriver, arrival_order, iteration_bound
 from kvsched.spec.events import IterationEvent

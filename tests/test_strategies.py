@@ -1,4 +1,5 @@
-"""The workload strategies: always valid, reaching every corner they promise (checks/strategies.py).
+"""The workload strategies: always valid, reaching every corner they promise
+(checks/search/strategies.py).
 
 The corner test counts, over the first examples a derandomized run draws, how many reach each
 corner; several are judged on the reference run of the workload (an idle gap, a pool filled to the
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import Phase, find, given, settings
 
-from kvsched.checks.strategies import limits, workloads
+from kvsched.checks.search.strategies import limits, workloads
 from kvsched.reference import POLICIES, run
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Limits, Request, Workload, parse_workload, peak_pages

@@ -1,4 +1,5 @@
-"""Workload synthesis (checks/synth.py, `kvsched synth`): every answer holds under the reference."""
+"""Workload synthesis (checks/proofs/synthesis.py, `kvsched synth`): every answer holds under the
+reference."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks import synth
-from kvsched.checks.synth import SearchSpace
+from kvsched.checks.proofs import synthesis as synth
+from kvsched.checks.proofs.synthesis import SearchSpace
 from kvsched.cli import main
 from kvsched.reference import POLICIES, run
 from kvsched.reference.metrics import admission_iterations

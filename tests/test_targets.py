@@ -1,4 +1,4 @@
-"""Loading targets (checks/targets.py): every form, and a clear message for everything else."""
+"""Loading targets (checks/targets/load.py): every form, and a clear message for everything else."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog import write_log
-from kvsched.checks.targets import (
+from kvsched.checks.eventlog.jsonl import write_log
+from kvsched.checks.targets.load import (
     EventLogTarget,
     LearnerTarget,
     SchedulerTarget,

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from kvsched.checks import teaching_model, teaching_trace
+from kvsched.checks.proofs.teaching import model as teaching_model
+from kvsched.checks.proofs.teaching import reconstruct as teaching_trace
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.spec.teaching import (
     PUBLISHED,

@@ -1,10 +1,10 @@
-"""The Z3 model of each reference scheduler gives the reference's own numbers (checks/z3_model.py).
+"""The Z3 model of each reference scheduler gives the reference's own numbers
+(checks/proofs/model.py).
 
-The proofs in checks/z3_induction.py are about the model; these tests tie the model to the code it
-claims to describe: on concrete workloads, the model's trajectory (who is admitted, who decodes,
+The proofs in checks/proofs/induction.py are about the model; these tests tie the model to the code
+it claims to describe: on concrete workloads, the model's trajectory (who is admitted, who decodes,
 pages per request, who finishes, free pages, who waits, iteration by iteration) must equal the
-events of kvsched.reference.run, exactly.
-"""
+events of kvsched.reference.run, exactly."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from kvsched.checks.strategies import workloads
-from kvsched.checks.z3_model import BROKEN, Rules
-from kvsched.checks.z3_replay import first_violation, trajectory
+from kvsched.checks.proofs.model import BROKEN, Rules
+from kvsched.checks.proofs.replay import first_violation, trajectory
+from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, run
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload

@@ -1,4 +1,5 @@
-"""The page-accounting lemma, proved for all integers (checks/z3_pages.py), and honest verdicts."""
+"""The page-accounting lemma, proved for all integers (checks/proofs/pages.py), and honest
+verdicts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import z3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvsched.checks.z3_pages import LEMMAS, PageLemma, ceil_pages, prove_lemma
-from kvsched.checks.z3_query import NOT_PROVED, PROVED, REFUTED, prove
+from kvsched.checks.proofs.pages import LEMMAS, PageLemma, ceil_pages, prove_lemma
+from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, prove
 from kvsched.reference.pages import allocate_kv_pages
 
 

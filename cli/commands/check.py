@@ -81,16 +81,16 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kvsched.checks.deadline import CallTimeout, Deadline, TargetExit
-    from kvsched.checks.eventlog import EventLogError
-    from kvsched.checks.judge import (
+    from kvsched.checks.eventlog.jsonl import EventLogError
+    from kvsched.checks.judge.check import (
         CheckOptions,
         check_isolated,
         check_target,
         save_failing_workloads,
     )
-    from kvsched.checks.output import render_json, render_junit_xml, render_table
-    from kvsched.checks.targets import EventLogTarget, TargetError, load_target
+    from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
+    from kvsched.checks.targets.load import EventLogTarget, TargetError, load_target
+    from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.spec.workload import load_workload
 
     if args.timeout <= 0:

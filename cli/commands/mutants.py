@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from kvsched.checks.mutation import ZooError, check_mutant, load_zoo, mutation_score
+    from kvsched.checks.mutants.run import ZooError, check_mutant, load_zoo, mutation_score
 
     try:
         zoo = load_zoo(args.zoo)

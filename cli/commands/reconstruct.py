@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kvsched.checks import teaching_trace
+    from kvsched.checks.proofs.teaching import reconstruct as teaching_trace
 
     meaning = {"unsat": "impossible (proved)", "sat": "possible", "unknown": "not decided"}
     for question in teaching_trace.QUESTIONS:

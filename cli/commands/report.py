@@ -213,7 +213,7 @@ def _policies(text: str) -> dict[str, SchedulerFactory]:
 
 
 def _load_scheduler(name: str, target: str) -> SchedulerFactory:
-    from kvsched.checks.targets import SchedulerTarget, TargetError, load_target
+    from kvsched.checks.targets.load import SchedulerTarget, TargetError, load_target
 
     try:
         loaded = load_target(target)

@@ -1,6 +1,6 @@
 """``kvsched synth``: answer a question about static vs continuous batching with a workload.
 
-Questions (checks/synth.py says how each is searched, spec/proofs.md what was measured):
+Questions (checks/proofs/synthesis.py says how each is searched, spec/proofs.md what was measured):
 
 - ``p95-inversion``: a workload where continuous batching has a higher P95 wait than static;
 - ``iteration-gap``: the N-request workload maximizing static minus continuous iterations;
@@ -64,7 +64,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     _validate(args)
-    from kvsched.checks import synth  # imports hypothesis and z3
+    from kvsched.checks.proofs import synthesis as synth  # imports hypothesis and z3
 
     space = synth.SearchSpace(
         requests=args.requests,

@@ -125,7 +125,7 @@ SCENARIOS = (
 
 
 def main() -> int:
-    from kvsched.checks.eventlog import write_log
+    from kvsched.checks.eventlog.jsonl import write_log
 
     LOGS.mkdir(exist_ok=True)
     for scenario in SCENARIOS:

@@ -1,6 +1,6 @@
 """Every mutant of the zoo is caught by ``kvsched check`` with the right invariant id, and only it.
 
-These tests go through :func:`kvsched.checks.mutation.check_mutant`: ``load_target`` and the same
+These tests go through :func:`kvsched.checks.mutants.run.check_mutant`: ``load_target`` and the same
 check ``kvsched check`` runs (in this process, so a failure shows here; the command runs it in a
 child). ``test_check_cli.py`` runs the zoo once end to end through ``kvsched mutants``.
 """
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.judge import CheckOptions, check_target
-from kvsched.checks.mutation import check_mutant, load_zoo, reported_ids
-from kvsched.checks.targets import load_target
+from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.mutants.run import check_mutant, load_zoo, reported_ids
+from kvsched.checks.targets.load import load_target
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.workload import load_workload
 
@@ -45,7 +45,7 @@ def test_mutant_is_caught_with_the_right_id(mutant: object, tmp_path: Path) -> N
     "name", ["page in two tables", "dropped request", "starvation", "learner: leak"]
 )
 def test_a_saved_counterexample_replays_the_same_finding(name: str, tmp_path: Path) -> None:
-    from kvsched.checks.judge import save_failing_workloads
+    from kvsched.checks.judge.check import save_failing_workloads
 
     mutant = next(m for m in ZOO if m.name == name)
     target = load_target(mutant.materialise(tmp_path))

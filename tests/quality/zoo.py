@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kvsched.checks.eventlog import write_log
+from kvsched.checks.eventlog.jsonl import write_log
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.spec.workload import Limits, Request, Workload
 

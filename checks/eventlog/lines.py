@@ -1,0 +1,177 @@
+"""One line of a JSONL event log: to JSON, and back with every field checked (spec/eventlog.md).
+
+A line is checked on its own here, against the same rules as ``schemas/eventlog.schema.json``;
+what spans lines (the order of lines, iteration numbers) is :mod:`.jsonl`'s. A malformed line
+raises :class:`EventLogError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kvsched.reference.engine import SchedulerFault
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
+from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
+
+LOG_FORMAT = "kvsched-eventlog"
+LOG_VERSION = 1
+
+# Iteration fields and their kinds, in the order a log writes them (eventlog.md, section 3).
+_REQUIRED = {
+    "iteration": "count",
+    "arrived": "ids",
+    "admitted": "ids",
+    "active": "ids",
+    "decoded": "ids",
+    "finished": "ids",
+    "page_tables": "pages",
+    "allocated": "pages",
+    "freed": "pages",
+    "free_pages": "count",
+    "waiting": "ids",
+}
+_OPTIONAL = {"computed": "counts", "cached": "counts", "shared": "pages", "preempted": "ids"}
+
+
+class EventLogError(ValueError):
+    """An event log is malformed. The message names the file, the line and the field."""
+
+
+def event_json(event: IterationEvent) -> dict[str, Any]:
+    document: dict[str, Any] = {"type": "iteration"}
+    for name in _REQUIRED:
+        document[name] = _plain(getattr(event, name))
+    optional = {
+        "computed": event.computed,
+        "cached": event.cached or None,
+        "shared": event.shared or None,
+        "preempted": event.preempted or None,
+    }
+    for name, value in optional.items():
+        if value is not None:
+            document[name] = _plain(value)
+    return document
+
+
+def _plain(value: Any) -> Any:
+    # json writes tuples as arrays, but only a dict as an object: copy any other mapping.
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
+    try:
+        document = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise EventLogError(
+            f"{path}: line {number}: not valid JSON (column {error.colno}: {error.msg})"
+        ) from None
+    if not isinstance(document, dict):
+        raise EventLogError(
+            f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
+        )
+    return document
+
+
+def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, TargetProperties]:
+    where = f"{path}: line 1 (header)"
+    if document.get("type") != "header":
+        raise EventLogError(
+            f"{where}: field 'type' must be 'header': an event log starts with "
+            f"its header, got {document.get('type')!r}"
+        )
+    _known(document, {"type", "format", "version", "workload", "target"}, where)
+    expected = {"type": "header", "format": LOG_FORMAT, "version": LOG_VERSION}
+    for field, value in expected.items():
+        if field not in document:
+            raise EventLogError(f"{where}: missing field '{field}'")
+        if document[field] != value or isinstance(document[field], bool):
+            raise EventLogError(
+                f"{where}: field '{field}' must be {value!r}, got {document[field]!r}"
+            )
+    for field in ("workload", "target"):
+        if field not in document:
+            raise EventLogError(f"{where}: missing field '{field}'")
+    try:
+        workload = parse_workload(document["workload"], source=f"{where}: field 'workload'")
+        properties = parse_properties(document["target"], where=f"{where}: field 'target'")
+    except (WorkloadError, PropertiesError) as error:
+        raise EventLogError(str(error)) from None
+    if not properties.policy:
+        raise EventLogError(
+            f"{where}: field 'target': missing field 'policy' (a log declares "
+            "the policy its target implements)"
+        )
+    return workload, properties
+
+
+def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:
+    _known(document, {"type", "iteration", "call", "message"}, where)
+    for field in ("iteration", "call", "message"):
+        if field not in document:
+            raise EventLogError(f"{where}: missing field '{field}'")
+    iteration = _count(document["iteration"], f"{where}: field 'iteration'")
+    for field in ("call", "message"):
+        if not isinstance(document[field], str):
+            raise EventLogError(
+                f"{where}: field '{field}' must be a string, got {json_kind(document[field])}"
+            )
+    return SchedulerFault(iteration, document["call"], document["message"])
+
+
+def parse_event(document: dict[str, Any], where: str) -> IterationEvent:
+    _known(document, {"type", *_REQUIRED, *_OPTIONAL}, where)
+    values: dict[str, Any] = {}
+    for name, kind in (*_REQUIRED.items(), *_OPTIONAL.items()):
+        if name in document:
+            values[name] = _value(document[name], kind, f"{where}: field '{name}'")
+        elif name in _REQUIRED:
+            raise EventLogError(f"{where}: missing field '{name}'")
+    return IterationEvent(**values)  # the iteration number is checked against the previous line
+
+
+def _value(raw: Any, kind: str, where: str) -> Any:
+    if kind == "count":
+        return _count(raw, where)
+    if kind == "ids":
+        if not isinstance(raw, list):
+            raise EventLogError(f"{where} must be an array of request ids, got {json_kind(raw)}")
+        for index, item in enumerate(raw):
+            if not isinstance(item, str) or not item:
+                raise EventLogError(
+                    f"{where}[{index}] must be a non-empty string (a request id), got {item!r}"
+                )
+        return tuple(raw)
+    if not isinstance(raw, dict):
+        raise EventLogError(f"{where} must be an object keyed by request id, got {json_kind(raw)}")
+    result: dict[str, Any] = {}
+    for rid, item in raw.items():
+        if not rid:
+            raise EventLogError(f"{where} has an empty request id as a key")
+        if kind == "counts":
+            result[rid] = _count(item, f"{where}['{rid}']")
+            continue
+        if not isinstance(item, list):
+            raise EventLogError(
+                f"{where}['{rid}'] must be an array of page ids, got {json_kind(item)}"
+            )
+        result[rid] = tuple(_count(p, f"{where}['{rid}'][{i}]") for i, p in enumerate(item))
+    return result
+
+
+def _count(raw: Any, where: str) -> int:
+    # bool is an int subclass in Python, but true/false is never a page id or a token count.
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise EventLogError(f"{where} must be an integer >= 0, got {raw!r}")
+    return raw
+
+
+def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise EventLogError(
+            f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(sorted(known))})"
+        )

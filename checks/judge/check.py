@@ -1,0 +1,279 @@
+"""Judging a target: gather the evidence for every invariant and turn it into a :class:`Report`.
+
+For a scheduler, under its policy, in this order, stopping at the first violation:
+
+1. the runtime monitor over the fixed workloads: the one given with ``--workload`` (first, so a
+   saved counterexample replays exactly), then the lesson's teaching trace;
+2. Hypothesis (:func:`kvsched.checks.search.explore.search`) over generated workloads, under
+   the selected profile.
+
+A violation found on a fixed workload is shrunk (:mod:`kvsched.checks.search.shrink`), and
+Hypothesis is asked for a smaller workload breaking the same invariant; the smallest wins. A
+learner's file is judged under both policies after its ``allocate_kv_pages`` is checked directly
+(:mod:`.allocator`). Every call into the target runs under a deadline
+(:mod:`kvsched.checks.targets.deadline`), and :func:`check_isolated` runs the whole check in a child
+process that a watchdog ends if the target cannot be interrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kvsched.checks.judge.allocator import check_allocator
+from kvsched.checks.judge.eventlog import check_event_log
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
+from kvsched.checks.search.shrink import shrink_workload
+from kvsched.checks.targets.deadline import Deadline, Watch
+from kvsched.checks.targets.isolation import Died, Done, Stuck, isolation_available, run_isolated
+from kvsched.checks.targets.learner import POLICIES, learner_factory
+from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
+from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.workload import Workload, workload_to_json
+
+if TYPE_CHECKING:
+    from kvsched.checks.search.explore import SearchResult
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What ``kvsched check`` was asked to do."""
+
+    workload: Workload | None = None
+    """A workload to replay before anything else (``--workload``)."""
+    workload_file: str = ""
+    """The file ``workload`` was read from, named again when it fails."""
+    policy: str = ""
+    """Overrides the target's declared policy; a learner's file is judged under both without it."""
+    profile: str = "ci"
+    """The Hypothesis profile (checks/search/profiles.py)."""
+    max_examples: int | None = None
+    hypothesis: bool = True
+    teaching_trace: bool = True
+    timeout: float = 10.0
+    """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
+    proof_requests: int = 5
+    """Requests in the Z3 induction proofs cited for a reference scheduler; 0 skips them."""
+
+
+def check_isolated(target: Target, options: CheckOptions) -> Report:
+    """:func:`check_target` in a child process: a target that hangs or exits gets a verdict too."""
+    if isinstance(target, EventLogTarget) or not isolation_available():
+        return check_target(target, options)  # a log runs no code of the target's
+    started = time.monotonic()
+    outcome = run_isolated(
+        lambda watch: check_target(target, options, watch),
+        stall_seconds=options.timeout + max(2.0, options.timeout),
+    )
+    if isinstance(outcome, Done):
+        return outcome.value
+    if isinstance(outcome, Stuck):
+        message = (
+            f"{outcome.doing or 'a call into the target'} did not return within "
+            f"{outcome.seconds:.1f} s and could not be interrupted, so the check stopped it."
+        )
+    else:
+        assert isinstance(outcome, Died)
+        message = (
+            f"the target ended the checking process (exit code {outcome.exitcode}) during "
+            f"{outcome.doing or 'the check'}; a scheduler must answer, not exit."
+        )
+    finding = Finding(invariant="PROTO-1", iteration=0, message=message)
+    policy = options.policy or getattr(target, "policy", "")
+    verdict = build_verdict(target.spec, _kind(target), policy, Evidence(watchdog=True), finding)
+    return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+
+
+def check_target(target: Target, options: CheckOptions, watch: Watch | None = None) -> Report:
+    """Judge ``target`` in this process; every call into it runs under ``options.timeout``."""
+    started = time.monotonic()
+    deadline = Deadline(options.timeout, watch)
+    if isinstance(target, SchedulerTarget):
+        policy = options.policy or target.policy
+        properties = target.properties
+        if properties is not None and options.policy:  # --policy overrides the declaration
+            properties = replace(properties, policy=options.policy)
+        verdict = check_scheduler(
+            target.spec, "scheduler", target.factory, policy, properties, options, deadline
+        )
+        modelled = modelled_policy(target.factory)
+        if verdict.ok and options.proof_requests and modelled and modelled == policy:
+            size = options.proof_requests
+            proved = proved_invariants(policy, size, timeout_s=options.timeout)
+            evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
+            verdict = build_verdict(verdict.target, verdict.kind, policy, evidence, None)
+        return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+    if isinstance(target, LearnerTarget):
+        solution = target.solution
+        allocator = None
+        if solution.allocate_kv_pages is not None:
+            allocator = check_allocator(solution.allocate_kv_pages, deadline)
+        verdicts = []
+        if solution.schedule_iteration is not None:
+            for policy in (options.policy,) if options.policy else POLICIES:
+                factory = learner_factory(solution.schedule_iteration, policy)
+                verdicts.append(
+                    check_scheduler(
+                        target.spec, "learner", factory, policy, None, options, deadline
+                    )
+                )
+        notes = (
+            ()
+            if solution.schedule_iteration
+            else ("no schedule_iteration: only allocate_kv_pages was checked",)
+        )
+        return Report(
+            target.spec, tuple(verdicts), allocator, time.monotonic() - started, notes=notes
+        )
+    assert isinstance(target, EventLogTarget)
+    verdict = check_event_log(target.spec, target.path, options.policy)
+    return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+
+
+def check_scheduler(
+    label: str,
+    kind: str,
+    factory: SchedulerFactory,
+    policy: str,
+    properties: TargetProperties | None,
+    options: CheckOptions,
+    deadline: Deadline,
+) -> Verdict:
+    """The verdict on one scheduler under ``policy``: fixed workloads first, then Hypothesis."""
+    trial = _Trial(deadline.factory(factory), policy, properties, options, deadline)
+    fixed: list[tuple[Workload, str]] = []
+    if options.workload is not None:
+        fixed.append((options.workload, "the given workload"))
+    if options.teaching_trace:
+        fixed.append((load_teaching_trace(), "the teaching trace"))
+    names: list[str] = []
+    for workload, source in fixed:
+        names.append(source)
+        finding = trial.monitored(workload)
+        if finding is not None:
+            evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
+            failing, finding = trial.minimise(workload, finding, source)
+            return build_verdict(label, kind, policy, evidence, finding, failing)
+    evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
+    if not options.hypothesis:
+        return build_verdict(label, kind, policy, evidence, None)
+    result = trial.search()
+    evidence = replace(
+        evidence,
+        monitor_runs=evidence.monitor_runs + result.examples,
+        hypothesis_examples=result.examples,
+        hypothesis_profile=options.profile,
+    )
+    found = result.counterexample
+    if found is None:
+        return build_verdict(label, kind, policy, evidence, None)
+    failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
+    return build_verdict(label, kind, policy, evidence, found.finding, failing)
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """One scheduler, already under its deadline, and the ways to exercise it."""
+
+    factory: SchedulerFactory
+    policy: str
+    properties: TargetProperties | None
+    options: CheckOptions
+    deadline: Deadline
+
+    def monitored(self, workload: Workload) -> Finding | None:
+        """Run ``workload`` through the engine and the monitor: the first finding, if any."""
+        self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
+        return monitor_run(run(workload, self.factory, policy=self.policy), self.properties)
+
+    def search(self, invariant: str | None = None) -> SearchResult:
+        from kvsched.checks.search.explore import (
+            search,  # Hypothesis is imported only when it is used
+        )
+
+        self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
+        options = self.options
+        return search(
+            self.factory,
+            self.policy,
+            options.profile,
+            options.max_examples,
+            properties=self.properties,
+            invariant=invariant,
+        )
+
+    def minimise(
+        self, workload: Workload, finding: Finding, source: str
+    ) -> tuple[FailingWorkload, Finding]:
+        """The smallest workload breaking ``finding.invariant``: shrunk, or found by Hypothesis."""
+        if self.deadline.expired or workload is self.options.workload:
+            # A given workload is replayed as it is; after a hang, each shrinking step could
+            # hang again, so the hang is shown where it happened.
+            saved = self.options.workload_file if workload is self.options.workload else ""
+            return FailingWorkload(workload, source, saved_to=saved), finding
+        invariant = finding.invariant
+
+        def still_fails(candidate: Workload) -> bool:
+            found = self.monitored(candidate)
+            return found is not None and found.invariant == invariant
+
+        smallest = shrink_workload(workload, still_fails)
+        found_by = f"{source}, shrunk" if smallest != workload else source
+        blob = ""
+        if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:
+            other = self.search(invariant).counterexample
+            if other is not None and _size(other.workload) < _size(smallest):
+                smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
+        small_finding = self.monitored(smallest)
+        if small_finding is None or small_finding.invariant != invariant:
+            return FailingWorkload(workload, source), finding  # the target is not deterministic
+        description = (
+            f"Smallest workload found from {source}: under {self.policy or 'its own'} policy "
+            f"the target breaks {invariant}. {small_finding.message}"
+        )
+        smallest = replace(smallest, name="counterexample", description=description)
+        return FailingWorkload(smallest, found_by, blob), small_finding
+
+
+def _tiny(workload: Workload) -> bool:
+    """Too small for a search to find anything smaller worth the time."""
+    return len(workload.requests) <= 2 and _size(workload)[1] <= 4
+
+
+def _size(workload: Workload) -> tuple[int, int]:
+    return len(workload.requests), sum(r.prompt_tokens + r.output_tokens for r in workload.requests)
+
+
+def save_failing_workloads(report: Report, directory: Path) -> Report:
+    """Write every failing workload as a workload file; the report then names the files."""
+    verdicts = []
+    for verdict in report.verdicts:
+        failing = verdict.counterexample
+        if failing is None or verdict.finding is None or failing.saved_to:
+            verdicts.append(verdict)
+            continue
+        document = workload_to_json(failing.workload)
+        text = json.dumps(document, indent=2) + "\n"
+        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+        name = f"{verdict.policy or 'target'}-{verdict.finding.invariant}-{digest}.json"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        verdicts.append(replace(verdict, counterexample=replace(failing, saved_to=str(path))))
+    return replace(report, verdicts=tuple(verdicts))
+
+
+def _kind(target: Target) -> str:
+    if isinstance(target, SchedulerTarget):
+        return "scheduler"
+    return "learner" if isinstance(target, LearnerTarget) else "event log"

@@ -1,0 +1,101 @@
+"""The monitor's batch rules: the batch's limits and work conservation (3.2; eventlog.md 4.6).
+
+BATCH-1 bounds the batch by its slots and, when declared, the tokens it computes per iteration;
+PAGE-5 bounds what peak admission commits; BATCH-3 flags a free slot while the head of the queue
+fits. Each rule reads the ledgers' counters, so it costs the same whatever the pool or queue size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.workload import Limits, pages_for
+
+
+class BatchRules:
+    """The batch-level checks, over the request and page ledgers."""
+
+    def __init__(
+        self, requests: RequestLedger, pages: PageLedger, limits: Limits, checks: set[str]
+    ) -> None:
+        self.requests, self.pages, self.limits, self.checks = requests, pages, limits, checks
+        self.properties = requests.properties
+
+    def check_limits(self, n: int) -> Finding | None:
+        """BATCH-1 on slots; PAGE-5 on the pages peak admission commits (3.2)."""
+        batch = self.requests.active
+        if len(batch) > self.limits.batch_limit:
+            return Finding(
+                "BATCH-1",
+                n,
+                f"{len(batch)} requests are active in iteration {n}, "
+                f"over the batch limit of {self.limits.batch_limit}",
+                requests=tuple(batch),
+            )
+        committed, usable = self.requests.committed, self.pages.usable
+        if self.properties.admission == "peak" and committed > usable:
+            return Finding(
+                "PAGE-5",
+                n,
+                f"the batch of iteration {n} commits {committed} pages "
+                f"at its peak, more than the {usable} the pool has: someone will run "
+                "out of pages",
+                requests=tuple(batch),
+            )
+        return None
+
+    def check_budget(self, n: int, computed: Mapping[str, int]) -> Finding | None:
+        """BATCH-1 on tokens: an iteration computes at most the declared token budget."""
+        budget = self.properties.token_budget
+        total = sum(computed.values())
+        if budget is not None and total > budget:
+            return Finding(
+                "BATCH-1",
+                n,
+                f"iteration {n} computed {total} tokens, over the token budget of {budget}",
+                requests=tuple(computed),
+            )
+        return None
+
+    def check_idle_slot(
+        self, n: int, event: IterationEvent, computed: Mapping[str, int]
+    ) -> Finding | None:
+        """BATCH-3: a free slot while the head of the queue fits (3.2; eventlog.md 4.6 if lazy)."""
+        requests, properties = self.requests, self.properties
+        head = requests.head()
+        if "BATCH-3" not in self.checks or head is None or event.preempted:
+            return None
+        if len(requests.active) >= self.limits.batch_limit:
+            return None
+        request = requests.requests[head]
+        history = request.prompt_tokens + requests.generated[head]
+        if properties.token_budget is not None:
+            left = properties.token_budget - sum(computed.values())
+            if left < (1 if properties.chunked_prefill else history + 1):
+                return None
+        room = self.pages.usable - properties.watermark_pages
+        if properties.admission == "peak":
+            needed = requests.reservation(head)
+            if requests.committed + needed > room:
+                return None
+            why = (
+                f"its {needed} peak pages fit beside the {requests.committed} the batch "
+                f"commits in a pool of {self.pages.usable}"
+            )
+        else:
+            needed = pages_for(history + 1, self.limits.page_size)
+            if self.pages.free - properties.watermark_pages < needed:
+                return None
+            why = f"{self.pages.free} pages were free and it needs at most {needed}"
+        return Finding(
+            "BATCH-3",
+            n,
+            f"iteration {n} ran {len(requests.active)} of "
+            f"{self.limits.batch_limit} slots while {head!r} waited at the head of the "
+            f"queue and fitted: {why}",
+            requests=(head,),
+        )

@@ -1,0 +1,240 @@
+"""The monitor's page ledger: who holds which physical page, kept incrementally (PAGE-1..PAGE-5).
+
+It keeps, for every page held, the set of requests whose tables contain it (one request, or
+several for a page shared by prefix caching), and each request's table. From those it knows the
+free count without scanning the pool: the usable pages minus the pages held. A table is compared
+in full only when it changed (it gained pages, or its length or last page moved); every other
+check is per page named in the event, so the cost follows the iteration, not the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+
+from kvsched.checks.monitor.findings import Finding, page_list, request_list
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, pages_for
+
+
+class PageLedger:
+    """Page tables and page holders, as the events report them."""
+
+    def __init__(self, limits: Limits, properties: TargetProperties) -> None:
+        self.page_size = limits.page_size
+        self.pool_pages = limits.pool_pages
+        self.usable = properties.usable_pages(limits)
+        self.reserved = frozenset(properties.reserved_pages)
+        self.sharing = properties.prefix_sharing
+        self.tables: dict[str, tuple[int, ...]] = {}
+        self.holders: dict[int, set[str]] = {}  # held pages only: a free page has no entry
+
+    @property
+    def free(self) -> int:
+        """Pages a correct pool counts as free: usable pages not in any table (PAGE-3)."""
+        return self.usable - len(self.holders)
+
+    def update(self, n: int, event: IterationEvent, batch: Collection[str]) -> Finding | None:
+        """Take in the iteration's tables: PAGE-4 for holders outside the batch, then changes."""
+        for rid, table in event.page_tables.items():
+            if table and rid not in batch:
+                return _found(
+                    "PAGE-4",
+                    n,
+                    f"request {rid!r} holds pages {page_list(table)} in "
+                    f"iteration {n} but is not in the batch",
+                    table,
+                    rid,
+                )
+        for rid in batch:
+            now = tuple(event.page_tables.get(rid, ()))
+            before = self.tables.get(rid, ())
+            moved = rid in event.allocated or rid in event.shared or len(now) != len(before)
+            if moved or (now and now[-1] != before[-1]):
+                finding = self._change(n, rid, before, now, event.shared.get(rid, ()))
+                if finding:
+                    return finding
+        return None
+
+    def _change(
+        self, n: int, rid: str, before: tuple[int, ...], now: tuple[int, ...], shared: Iterable[int]
+    ) -> Finding | None:
+        added: tuple[int, ...]
+        removed: tuple[int, ...] = ()
+        if now[: len(before)] == before:  # the usual case: the table only grew at its end
+            added = now[len(before) :]
+        else:
+            kept, had = set(now), set(before)
+            added = tuple(p for p in now if p not in had)
+            removed = tuple(p for p in before if p not in kept)
+        if removed:
+            page = removed[0]
+            return _found(
+                "PAGE-3",
+                n,
+                f"page {page} left the table of request {rid!r} in iteration "
+                f"{n} without being freed: it is now neither held nor free",
+                [page],
+                rid,
+            )
+        by_reference = set(shared) if self.sharing else set()
+        for page in added:
+            if not 0 <= page < self.pool_pages:
+                return _found(
+                    "PAGE-5",
+                    n,
+                    f"request {rid!r} got page {page} in iteration {n}, "
+                    f"outside the pool (ids 0 to {self.pool_pages - 1})",
+                    [page],
+                    rid,
+                )
+            if page in self.reserved:
+                return _found(
+                    "PAGE-5",
+                    n,
+                    f"request {rid!r} got page {page} in iteration {n}, "
+                    "a reserved id the pool never hands out",
+                    [page],
+                    rid,
+                )
+            owners = self.holders.setdefault(page, set())
+            if rid in owners:
+                return _found(
+                    "PAGE-2",
+                    n,
+                    f"page {page} appears twice in the table of request {rid!r} in iteration {n}",
+                    [page],
+                    rid,
+                )
+            if owners and page not in by_reference:
+                others = sorted(owners)
+                return _found(
+                    "PAGE-2",
+                    n,
+                    f"page {page} went to request {rid!r} in iteration "
+                    f"{n} while {request_list(others)} still held it, and was not declared "
+                    "a shared (prefix-cached) page",
+                    [page],
+                    rid,
+                    *others,
+                )
+            owners.add(rid)
+        self.tables[rid] = now
+        return None
+
+    def release(self, n: int, rid: str, pages: Sequence[int], why: str) -> Finding | None:
+        """``rid`` gives back ``pages``; each must be in its table exactly once (PAGE-3)."""
+        released: set[int] = set()
+        for page in pages:
+            owners = self.holders.get(page, set())
+            if page in released:
+                return _found(
+                    "PAGE-3",
+                    n,
+                    f"request {rid!r} freed page {page} twice in "
+                    f"iteration {n} ({why}): a double free",
+                    [page],
+                    rid,
+                )
+            if rid not in owners:
+                held_by = f"held by {request_list(sorted(owners))}" if owners else "already free"
+                return _found(
+                    "PAGE-3",
+                    n,
+                    f"request {rid!r} freed page {page} in iteration {n} "
+                    f"({why}) but does not hold it; the page is {held_by} (a double "
+                    "free or reference-count underflow)",
+                    [page],
+                    rid,
+                    *sorted(owners),
+                )
+            released.add(page)
+        for page in released:
+            owners = self.holders[page]
+            owners.discard(rid)
+            if not owners:
+                del self.holders[page]
+        if released:
+            kept = tuple(p for p in self.tables.get(rid, ()) if p not in released)
+            self.tables[rid] = kept
+        return None
+
+    def drop(self, n: int, rid: str, why: str) -> Finding | None:
+        """``rid`` left the batch (``why``): PAGE-4 if it still holds a page, else forget it."""
+        kept = self.tables.pop(rid, ())
+        if kept:
+            return _found(
+                "PAGE-4",
+                n,
+                f"request {rid!r} {why} in iteration {n} but still holds "
+                f"pages {page_list(kept)}: they are never returned to the pool",
+                kept,
+                rid,
+            )
+        return None
+
+    def coverage(self, n: int, rid: str, kv_tokens: int, most: int | None) -> Finding | None:
+        """PAGE-1: the table holds the KV, and no more than ``most`` pages (None: minimal)."""
+        held = len(self.tables.get(rid, ()))
+        needed = pages_for(kv_tokens, self.page_size)
+        if held < needed:
+            return _found(
+                "PAGE-1",
+                n,
+                f"request {rid!r} has KV for {_tokens(kv_tokens)} in iteration {n}, which "
+                f"needs {_count(needed)} of {_slots(self.page_size)}, but holds {held}: KV "
+                "written past the pages held",
+                (),
+                rid,
+            )
+        if most is None and held > needed:
+            return _found(
+                "PAGE-1",
+                n,
+                f"request {rid!r} holds {_count(held)} in iteration {n} for "
+                f"{_tokens(kv_tokens)}, where {_count(needed)} of {_slots(self.page_size)} "
+                "would do (pages are taken as needed, and no more)",
+                (),
+                rid,
+            )
+        if most is not None and held > most:
+            return _found(
+                "PAGE-1",
+                n,
+                f"request {rid!r} holds {_count(held)} in iteration {n}, more than the "
+                f"{most} its reservation may span",
+                (),
+                rid,
+            )
+        return None
+
+    def check_free(self, n: int, reported: int) -> Finding | None:
+        """PAGE-3: the scheduler's free count equals the usable pages minus the pages held."""
+        if reported != self.free:
+            return _found(
+                "PAGE-3",
+                n,
+                f"the scheduler counts {reported} free pages after "
+                f"iteration {n}, but {self.usable} usable pages minus "
+                f"{len(self.holders)} held leaves {self.free}",
+                (),
+            )
+        return None
+
+
+def _found(
+    invariant: str, iteration: int, message: str, pages: Iterable[int], *requests: str
+) -> Finding:
+    return Finding(invariant, iteration, message, requests=requests, pages=tuple(pages))
+
+
+def _count(pages: int) -> str:
+    return "1 page" if pages == 1 else f"{pages} pages"
+
+
+def _tokens(tokens: int) -> str:
+    return "1 token" if tokens == 1 else f"{tokens} tokens"
+
+
+def _slots(page_size: int) -> str:
+    return "1 slot" if page_size == 1 else f"{page_size} slots"

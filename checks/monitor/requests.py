@@ -1,0 +1,227 @@
+"""The monitor's request ledger: where every request is, and what it has (sections 3.1-3.6).
+
+It follows each request through arrival, the waiting queue, admission, preemption and
+completion, checking the request-side invariants as the events report them: REQ-1 and REQ-2
+(arrival and conservation), BATCH-2 and BATCH-4 (who may be admitted, in which order) and the
+LIVE-1 bound. It also holds each request's output and KV token counts, which
+:mod:`.tokens` checks. Every method touches only the requests an event names, so its cost
+follows the iteration, not the workload.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+
+from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Workload
+
+WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
+
+
+class RequestLedger:
+    """Per-request state, the waiting queue and the batch, kept in step with the events."""
+
+    def __init__(self, workload: Workload, properties: TargetProperties, checks: set[str]) -> None:
+        self.properties = properties
+        self.checks = checks
+        self.page_size = workload.limits.page_size
+        self.requests = {r.id: r for r in workload.requests}
+        self.arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: 3.1's order
+        self.next_arrival = 0
+        self.state: dict[str, str] = {}  # absent: not arrived yet
+        self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order
+        self.active: dict[str, None] = {}  # the batch, in admission order
+        self.generated: Counter[str] = Counter()  # output tokens produced so far
+        self.kv: Counter[str] = Counter()  # tokens whose KV the request's pages hold
+        self.finished = 0
+        self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
+        self.bound = max((r.arrival for r in workload.requests), default=0) + sum(
+            r.output_tokens + self._prefill_iterations(r.prompt_tokens) for r in workload.requests
+        )
+
+    def _prefill_iterations(self, tokens: int) -> int:
+        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's (LIVE-1)."""
+        budget = self.properties.token_budget
+        # iterations a chunked prefill of ``tokens`` needs under the budget: a ceiling, in integers
+        return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
+
+    def reservation(self, request_id: str) -> int:
+        return self.properties.reservation(self.requests[request_id], self.page_size)
+
+    def head(self) -> str | None:
+        return next(iter(self.queue), None)
+
+    def unfinished(self) -> list[str]:
+        return [rid for rid in self.requests if self.state.get(rid) != FINISHED]
+
+    # 3.1 Arrival ------------------------------------------------------------------------------
+    def arrive(self, iteration: int) -> None:
+        """Queue every request with ``arrival < iteration`` not yet arrived (3.1)."""
+        while (
+            self.next_arrival < len(self.arrivals)
+            and self.arrivals[self.next_arrival].arrival < iteration
+        ):
+            request = self.arrivals[self.next_arrival]
+            self.next_arrival += 1
+            self.state[request.id] = WAITING
+            self.queue[request.id] = None
+
+    # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
+    def preempt(self, n: int, request_id: str) -> Finding | None:
+        """``request_id`` leaves the batch for the head of the queue, its KV lost."""
+        if not self.properties.preemption:
+            return _found(
+                "REQ-2",
+                n,
+                f"request {request_id!r} was preempted, but the target does not "
+                "declare preemption: a request leaves the batch only by finishing",
+                request_id,
+            )
+        if self.state.get(request_id) != ACTIVE:
+            return _found(
+                "REQ-2",
+                n,
+                f"request {request_id!r} was preempted in iteration {n} but was not in the batch",
+                request_id,
+            )
+        del self.active[request_id]
+        self.committed -= self.reservation(request_id)
+        self.state[request_id] = WAITING
+        self.queue[request_id] = None
+        self.queue.move_to_end(request_id, last=False)  # the latest preempted is the new head
+        self.bound += self._prefill_iterations(self.kv[request_id])  # the recompute (LIVE-1)
+        self.kv[request_id] = 0
+        return None
+
+    # 3.2 Admission ----------------------------------------------------------------------------
+    def admit(self, n: int, admitted: Sequence[str]) -> Finding | None:
+        """REQ-1, REQ-2 (admitted once), BATCH-2 (static) and BATCH-4 (FCFS), in that order."""
+        batch_before = list(self.active)
+        for rid in admitted:
+            request = self.requests.get(rid)
+            if request is None:
+                return _found(
+                    "REQ-1",
+                    n,
+                    f"admitted {rid!r}, which no request of the workload is: it never arrived",
+                    rid,
+                )
+            state = self.state.get(rid)
+            if state is None:
+                return _found(
+                    "REQ-1",
+                    n,
+                    f"request {rid!r} was admitted in iteration {n} but arrives at "
+                    f"time {request.arrival}, so it may join from iteration {request.arrival + 1}",
+                    rid,
+                )
+            if state != WAITING:
+                what = "is already in the batch" if state == ACTIVE else "has already finished"
+                return _found(
+                    "REQ-2",
+                    n,
+                    f"request {rid!r} was admitted again in iteration {n} but {what}",
+                    rid,
+                )
+            if "BATCH-2" in self.checks and batch_before:
+                return _found(
+                    "BATCH-2",
+                    n,
+                    f"static batching admitted {rid!r} in iteration {n} while the "
+                    f"batch {request_list(batch_before)} had not drained",
+                    rid,
+                    *batch_before[:3],
+                )
+            head = self.head()
+            if "BATCH-4" in self.checks and head != rid:
+                return _found(
+                    "BATCH-4",
+                    n,
+                    f"request {rid!r} was admitted in iteration {n} ahead of "
+                    f"{head!r}, which was first in the waiting queue (by arrival, ties in "
+                    "declared order)",
+                    rid,
+                    *([head] if head else []),
+                )
+            del self.queue[rid]
+            self.state[rid] = ACTIVE
+            self.active[rid] = None
+            self.committed += self.reservation(rid)
+        return None
+
+    def check_batch(self, n: int, reported: Sequence[str]) -> Finding | None:
+        """The event's batch must be the admitted requests not yet finished nor preempted."""
+        listed = set(reported)
+        extra = [rid for rid in reported if rid not in self.active]
+        missing = [rid for rid in self.active if rid not in listed]
+        if extra:
+            return _found(
+                "REQ-2",
+                n,
+                f"{request_list(extra)} reported in the batch of iteration {n} "
+                "without being admitted (or after finishing or being preempted)",
+                *extra,
+            )
+        if missing:
+            return _found(
+                "REQ-2",
+                n,
+                f"{request_list(missing)} left the batch in iteration {n} "
+                "without finishing or being preempted: lost",
+                *missing,
+            )
+        return None
+
+    # 3.5 Completion ---------------------------------------------------------------------------
+    def finish(self, n: int, event: IterationEvent) -> Finding | None:
+        """REQ-2: finish exactly the requests that produced their last token, exactly once."""
+        finished = set(event.finished)
+        for rid in event.decoded:
+            request = self.requests[rid]
+            if self.generated[rid] == request.output_tokens and rid not in finished:
+                return _found(
+                    "REQ-2",
+                    n,
+                    f"request {rid!r} produced its last token "
+                    f"({request.output_tokens}) in iteration {n} but was not finished",
+                    rid,
+                )
+        for rid in event.finished:
+            if self.state.get(rid) != ACTIVE:
+                return _found(
+                    "REQ-2",
+                    n,
+                    f"request {rid!r} was finished in iteration {n} but "
+                    f"is {self.where(rid)}: each request finishes once, from the batch",
+                    rid,
+                )
+            wanted = self.requests[rid].output_tokens
+            if self.generated[rid] != wanted:
+                return _found(
+                    "REQ-2",
+                    n,
+                    f"request {rid!r} was finished in iteration {n} after "
+                    f"{self.generated[rid]} of its {wanted} output tokens",
+                    rid,
+                )
+            self.state[rid] = FINISHED
+            del self.active[rid]
+            self.committed -= self.reservation(rid)
+            self.finished += 1
+        return None
+
+    def where(self, request_id: str) -> str:
+        """Where a request is, in words, for a finding's message."""
+        state = self.state.get(request_id)
+        if request_id not in self.requests:
+            return "not a request of the workload"
+        if state is None:
+            return "not arrived yet"
+        return {WAITING: "waiting", FINISHED: "finished", ACTIVE: "active"}[state]
+
+
+def _found(invariant: str, iteration: int, message: str, *requests: str) -> Finding:
+    return Finding(invariant, iteration, message, requests=tuple(requests))

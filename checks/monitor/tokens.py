@@ -1,0 +1,138 @@
+"""The monitor's token checks: who may compute KV and produce a token (3.4; eventlog.md 4.1).
+
+A request's KV tokens are what it computed or took from the prefix cache since it was last
+admitted; its output tokens are what it produced since it arrived. DEC-2: only the batch computes
+or produces. DEC-1: at most one token per request per iteration (exactly one in the lesson
+model), and never KV for more tokens than the request has. DEC-3: a token comes from KV computed
+in the same iteration that covers the prompt and every earlier token.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.requests import ACTIVE, RequestLedger
+from kvsched.spec.events import IterationEvent
+
+
+def computed_tokens(ledger: RequestLedger, event: IterationEvent) -> Mapping[str, int]:
+    """Tokens computed per request: the event's, or the lesson model's (3.3, 3.4)."""
+    if event.computed is not None:
+        return event.computed
+    counts = Counter(event.decoded)
+    lesson = {rid: counts[rid] for rid in ledger.active}
+    for rid in event.admitted:  # the admission iteration computes the prompt too
+        if rid in lesson:
+            lesson[rid] += ledger.requests[rid].prompt_tokens
+    return lesson
+
+
+def check_tokens(
+    ledger: RequestLedger, n: int, event: IterationEvent, computed: Mapping[str, int]
+) -> Finding | None:
+    """DEC-2, DEC-1, DEC-3 for the iteration's tokens and KV; then count them into the ledger."""
+    tokens = Counter(event.decoded)
+    finding = _who_may(ledger, n, tokens, computed, event.cached)
+    if finding is None and event.computed is None:
+        finding = _everyone_decodes(ledger, n, tokens, event)
+    if finding is None:
+        finding = _from_computed_kv(ledger, n, tokens, computed, event.cached)
+    if finding is not None:
+        return finding
+    for amounts in (computed, event.cached):
+        for rid, amount in amounts.items():
+            ledger.kv[rid] += amount
+    # A token past the output length needs an unfinished request at its last token, which the
+    # completion check (REQ-2) reports in that iteration already.
+    ledger.generated.update(tokens)
+    for amounts in (computed, event.cached):
+        for rid in (rid for rid, amount in amounts.items() if amount):
+            known = ledger.requests[rid].prompt_tokens + ledger.generated[rid]
+            if ledger.kv[rid] > known:
+                message = (
+                    f"request {rid!r} has KV for {ledger.kv[rid]} tokens by iteration {n} but "
+                    f"only {known} exist (its prompt plus its output so far)"
+                )
+                return Finding("DEC-1", n, message, requests=(rid,))
+    return None
+
+
+def _who_may(
+    ledger: RequestLedger,
+    n: int,
+    tokens: Counter[str],
+    computed: Mapping[str, int],
+    cached: Mapping[str, int],
+) -> Finding | None:
+    """DEC-2: only the batch produces tokens or computes KV; DEC-1: one token at most."""
+    for rid, count in tokens.items():
+        if ledger.state.get(rid) != ACTIVE:
+            message = (
+                f"request {rid!r} produced a token in iteration {n} but is "
+                f"{ledger.where(rid)}, not in the batch"
+            )
+            return Finding("DEC-2", n, message, requests=(rid,))
+        if count > 1:
+            message = (
+                f"request {rid!r} produced {count} tokens in iteration {n}; a request produces "
+                "at most one per iteration"
+            )
+            return Finding("DEC-1", n, message, requests=(rid,))
+    for what, amounts in (("computed", computed), ("took cached", cached)):
+        for rid, amount in amounts.items():
+            if amount and ledger.state.get(rid) != ACTIVE:
+                message = (
+                    f"request {rid!r} {what} KV for {amount} tokens in iteration {n} but is "
+                    f"{ledger.where(rid)}, not in the batch"
+                )
+                return Finding("DEC-2", n, message, requests=(rid,))
+    return None
+
+
+def _everyone_decodes(
+    ledger: RequestLedger, n: int, tokens: Counter[str], event: IterationEvent
+) -> Finding | None:
+    """The lesson model (3.4): every active request produces exactly one token."""
+    for rid in ledger.active:
+        if rid in tokens:
+            continue
+        if rid not in event.page_tables:
+            message = (
+                f"request {rid!r} is in the batch but got neither a token nor a page table in "
+                f"iteration {n}: the scheduler lost it"
+            )
+            return Finding("REQ-2", n, message, requests=(rid,))
+        message = (
+            f"request {rid!r} is in the batch but produced no token in iteration {n}; in the "
+            "lesson model every active request decodes exactly one token per iteration (3.4)"
+        )
+        return Finding("DEC-1", n, message, requests=(rid,))
+    return None
+
+
+def _from_computed_kv(
+    ledger: RequestLedger,
+    n: int,
+    tokens: Counter[str],
+    computed: Mapping[str, int],
+    cached: Mapping[str, int],
+) -> Finding | None:
+    """DEC-3: the token's KV was computed now and covers everything before it."""
+    for rid in tokens:
+        if not computed.get(rid, 0):
+            message = (
+                f"request {rid!r} produced a token in iteration {n}, in which it computed no "
+                "token: output needs at least one computed position"
+            )
+            return Finding("DEC-3", n, message, requests=(rid,))
+        have = ledger.kv[rid] + computed.get(rid, 0) + cached.get(rid, 0)
+        needed = ledger.requests[rid].prompt_tokens + ledger.generated[rid]
+        if have < needed:
+            message = (
+                f"request {rid!r} produced a token in iteration {n} with KV for {have} of its "
+                f"{needed} tokens: a prefill short of the prompt's end produces no token"
+            )
+            return Finding("DEC-3", n, message, requests=(rid,))
+    return None

@@ -1,0 +1,182 @@
+"""The lesson's two schedules as Z3 constraints over unknown arrivals and output lengths.
+
+Used by :mod:`.reconstruct` to reconstruct the teaching trace (spec/traces/README.md). The
+encoding assumes a pool large enough never to bind, FCFS in declared order (arrivals sorted:
+requests are interchangeable except for their names), and the closed forms of sections 3 and 5
+of the semantics:
+
+- continuous: request k starts at the first iteration ``s >= max(arrival + 1, s[k-1])`` in which
+  fewer than ``batch_limit`` earlier requests are still active (``finish >= s``);
+- static: k joins the batch of k - 1 if that batch has a free place and k had arrived when it
+  formed; otherwise k opens the next batch the iteration after the previous one drains;
+- a request started in iteration s finishes in ``s + output - 1``.
+
+``tests/test_teaching_trace.py`` cross-checks these closed forms against the reference engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from kvsched.spec.teaching import (
+    PUBLISHED,
+    STORYBOARD_A_FINISHES,
+    STORYBOARD_D_JOINS_CONTINUOUS,
+)
+
+NAMES = "abcdefghi"
+BATCH_LIMIT = 3
+
+# Percentile rank for P95 of 9 values: r = 8 * 0.95 = 7.6, so P95 = 0.4 v[7] + 0.6 v[8] and
+# 5 * P95 = 2 * second_largest + 3 * largest, an integer. The lesson rounds to whole iterations.
+P95_TIMES_5 = {
+    policy: range(5 * f.p95_wait - 2, 5 * f.p95_wait + 3) for policy, f in PUBLISHED.items()
+}
+
+
+@dataclass
+class _Schedule:
+    starts: list[Any]
+    finishes: list[Any]
+    iterations: Any
+    busy_iterations: Any
+    p95_times_5: Any
+
+
+class TeachingModel:
+    """The constraint system: unknown arrivals and outputs, both schedules, the figures."""
+
+    def __init__(self, seed: int = 0) -> None:
+        # A context of its own, so earlier queries in the process cannot change the answer.
+        self.ctx = z3.Context()
+        self.solver = z3.Solver(ctx=self.ctx)
+        self.solver.set("random_seed", seed)
+        n = len(NAMES)
+        self.arrival = [z3.Int(f"arrival_{x}", self.ctx) for x in NAMES]
+        self.output = [z3.Int(f"output_{x}", self.ctx) for x in NAMES]
+        for k in range(n):
+            self.solver.add(self.arrival[k] >= 0, self.output[k] >= 1)
+            if k:
+                self.solver.add(self.arrival[k - 1] <= self.arrival[k])
+        self.schedules = {
+            "static": self._static_schedule(),
+            "continuous": self._continuous_schedule(),
+        }
+
+    def _continuous_schedule(self) -> _Schedule:
+        starts = [z3.Int(f"continuous_start_{x}", self.ctx) for x in NAMES]
+        finishes = [starts[k] + self.output[k] - 1 for k in range(len(NAMES))]
+        for k in range(len(NAMES)):
+            earliest = self.arrival[k] + 1 if k == 0 else _max(self.arrival[k] + 1, starts[k - 1])
+
+            def busy_slots(t: Any, k: int = k) -> Any:
+                return z3.Sum(
+                    [z3.If(finishes[j] >= t, 1, 0) for j in range(k)] + [z3.IntVal(0, self.ctx)]
+                )
+
+            self.solver.add(starts[k] >= earliest, busy_slots(starts[k]) < BATCH_LIMIT)
+            self.solver.add(z3.Or(starts[k] == earliest, busy_slots(starts[k] - 1) >= BATCH_LIMIT))
+        return self._measure("continuous", starts, finishes)
+
+    def _static_schedule(self) -> _Schedule:
+        n = len(NAMES)
+        starts = [z3.Int(f"static_start_{x}", self.ctx) for x in NAMES]
+        finishes = [starts[k] + self.output[k] - 1 for k in range(n)]
+        place = [z3.Int(f"static_place_{x}", self.ctx) for x in NAMES]  # position within its batch
+        drains = [
+            z3.Int(f"static_drain_{x}", self.ctx) for x in NAMES
+        ]  # last finish of its batch so far
+        self.solver.add(starts[0] == self.arrival[0] + 1, place[0] == 0, drains[0] == finishes[0])
+        for k in range(1, n):
+            joins = z3.And(place[k - 1] < BATCH_LIMIT - 1, self.arrival[k] < starts[k - 1])
+            self.solver.add(
+                z3.If(
+                    joins,
+                    z3.And(
+                        starts[k] == starts[k - 1],
+                        place[k] == place[k - 1] + 1,
+                        drains[k] == _max(drains[k - 1], finishes[k]),
+                    ),
+                    z3.And(
+                        starts[k] == _max(self.arrival[k] + 1, drains[k - 1] + 1),
+                        place[k] == 0,
+                        drains[k] == finishes[k],
+                    ),
+                )
+            )
+        return self._measure("static", starts, finishes)
+
+    def _measure(self, policy: str, starts: list[Any], finishes: list[Any]) -> _Schedule:
+        # Busy iterations: starts are non-decreasing, so request k adds the part of
+        # [start, finish] beyond every earlier finish.
+        covered: list[Any] = []
+        last_finish: Any = z3.IntVal(0, self.ctx)
+        for k in range(len(NAMES)):
+            covered.append(_max(0, finishes[k] - _max(starts[k] - 1, last_finish)))
+            last_finish = _max(last_finish, finishes[k])
+        waits = [starts[k] - 1 - self.arrival[k] for k in range(len(NAMES))]
+        largest, second = (
+            z3.Int(f"{policy}_max_wait", self.ctx),
+            z3.Int(f"{policy}_second_wait", self.ctx),
+        )
+        self.solver.add(z3.And([largest >= w for w in waits]), z3.Or([largest == w for w in waits]))
+        self.solver.add(z3.Sum([z3.If(w >= second, 1, 0) for w in waits]) >= 2)
+        self.solver.add(z3.Sum([z3.If(w > second, 1, 0) for w in waits]) <= 1)
+        return _Schedule(starts, finishes, last_finish, z3.Sum(covered), 2 * second + 3 * largest)
+
+    def figure(self, policy: str, name: str) -> Any:
+        """The constraint that one published figure holds, as the lesson rounds it."""
+        published, schedule = PUBLISHED[policy], self.schedules[policy]
+        tokens = z3.Sum(self.output)
+        if name == "iterations":
+            return schedule.iterations == published.iterations
+        if name == "utilization":
+            # round(100 * tokens / (3 * busy)) == percent, kept in integers
+            slots = BATCH_LIMIT * schedule.busy_iterations
+            percent = published.utilization_percent
+            return z3.And(
+                200 * tokens >= (2 * percent - 1) * slots, 200 * tokens < (2 * percent + 1) * slots
+            )
+        if name == "p95_wait":
+            allowed = P95_TIMES_5[policy]
+            return z3.And(
+                schedule.p95_times_5 >= allowed.start, schedule.p95_times_5 < allowed.stop
+            )
+        raise ValueError(f"unknown figure {name!r}")
+
+    def utilization_within(self, policy: str, points: float) -> Any:
+        """Utilization within ``points`` percentage points of the published figure."""
+        slots = BATCH_LIMIT * self.schedules[policy].busy_iterations
+        low = z3.RealVal(PUBLISHED[policy].utilization_percent - points, self.ctx) / 100
+        high = z3.RealVal(PUBLISHED[policy].utilization_percent + points, self.ctx) / 100
+        tokens = z3.ToReal(z3.Sum(self.output))
+        return z3.And(tokens >= low * z3.ToReal(slots), tokens <= high * z3.ToReal(slots))
+
+    def storyboard(self) -> Any:
+        """a, b, c form batch one; a finishes at 14 while d waits; d joins at 15."""
+        a, d = 0, 3
+        static, continuous = self.schedules["static"], self.schedules["continuous"]
+        return z3.And(
+            self.arrival[0] == 0,
+            self.arrival[1] == 0,
+            self.arrival[2] == 0,
+            self.arrival[d] < STORYBOARD_A_FINISHES,  # d has arrived when a finishes
+            self.output[a] == STORYBOARD_A_FINISHES,
+            # b and c outlive a: under static a's slot then idles, under continuous d takes it
+            self.output[1] > STORYBOARD_A_FINISHES,
+            self.output[2] > STORYBOARD_A_FINISHES,
+            static.starts[d] > STORYBOARD_A_FINISHES,
+            continuous.starts[d] == STORYBOARD_D_JOINS_CONTINUOUS,
+        )
+
+
+FIGURES = [
+    (p, f) for p in ("static", "continuous") for f in ("iterations", "utilization", "p95_wait")
+]
+
+
+def _max(x: Any, y: Any) -> Any:
+    return z3.If(x >= y, x, y)

@@ -1,0 +1,248 @@
+"""Search for the smallest workload on which a scheduler breaks an invariant (issue 3, section 4).
+
+:func:`search` runs the target through the reference engine on workloads drawn by
+:func:`.strategies.workloads` and judges every run with the runtime monitor. When the
+monitor reports a finding, Hypothesis shrinks the workload while the target keeps breaking *the
+same invariant*: the id of the first finding is locked, and a smaller workload that breaks a
+different invariant counts as passing. Without the lock, shrinking slips from, say, a page leak
+(PAGE-3) found on a big workload to whatever small workload breaks something else, and the user
+is shown the wrong bug.
+
+The result is a :class:`Counterexample`: the minimal workload (save it with
+:meth:`Counterexample.save` and ``kvsched replay`` or ``kvsched check --workload`` replays it
+exactly, since the engine is deterministic), the finding, the number of examples tried, and
+Hypothesis's ``@reproduce_failure`` line, which :func:`search` accepts back as ``reproduce=``.
+
+The target runs in this process; a target that hangs is the caller's to time out (the check
+command does). A target that raises or answers outside the protocol is a PROTO-1 finding like any
+other, never an error of this module.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+from hypothesis import Phase, Verbosity, given, reproduce_failure, settings
+from hypothesis import strategies as st
+from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.search.counterexample import (
+    Counterexample,
+    StatefulCounterexample,
+    parse_reproduce,
+    reproduce_line,
+)
+from kvsched.checks.search.profiles import DEFAULT_PROFILE, profile_settings
+from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
+from kvsched.checks.search.strategies import workloads
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.workload import Workload
+
+if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
+
+_Failure = TypeVar("_Failure", bound=BaseException)
+
+__all__ = [
+    "Counterexample",
+    "SearchResult",
+    "StatefulCounterexample",
+    "StatefulResult",
+    "find_counterexample",
+    "run_stateful",
+    "search",
+]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of one search: how many examples ran, and the counterexample if any."""
+
+    policy: str
+    profile: str
+    examples: int
+    """Examples run in all: for a clean search, "Hypothesis, N examples" in the check table."""
+    counterexample: Counterexample | None
+
+    @property
+    def clean(self) -> bool:
+        return self.counterexample is None
+
+
+@dataclass(frozen=True)
+class StatefulResult:
+    """The outcome of :func:`run_stateful`: state machines run, and the failure if any."""
+
+    policy: str
+    profile: str
+    runs: int
+    failure: StatefulCounterexample | None
+
+    @property
+    def clean(self) -> bool:
+        return self.failure is None
+
+
+class _Violation(Exception):
+    """Raised inside the Hypothesis test so that it shrinks; carries what the monitor found."""
+
+    def __init__(self, workload: Workload, finding: Finding) -> None:
+        super().__init__(f"{finding.invariant}: {finding.message}")
+        self.workload = workload
+        self.finding = finding
+
+
+def search(
+    factory: SchedulerFactory,
+    policy: str,
+    profile: str = DEFAULT_PROFILE,
+    max_examples: int | None = None,
+    *,
+    properties: TargetProperties | None = None,
+    invariant: str | None = None,
+    strategy: st.SearchStrategy[Workload] | None = None,
+    reproduce: str | None = None,
+) -> SearchResult:
+    """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
+
+    ``policy`` is the target's declared policy (it selects the invariants that apply);
+    ``profile`` one of :data:`.profiles.PROFILES`, whose example count
+    ``max_examples`` overrides. ``invariant`` restricts the search to one id from the start.
+    ``strategy`` replaces the default workloads; a ``reproduce`` line only replays on the
+    strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if
+    the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
+    foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
+    """
+    config = _settings(profile, max_examples)
+    examples = 0
+    locked = invariant
+
+    @config
+    @given(strategy if strategy is not None else workloads())
+    def judge(workload: Workload) -> None:
+        nonlocal examples, locked
+        examples += 1
+        finding = monitor_run(run(workload, factory, policy=policy), properties)
+        if finding is None:
+            return
+        if locked is None:
+            locked = finding.invariant
+        if finding.invariant == locked:
+            raise _Violation(workload, finding)
+
+    if reproduce is not None:
+        judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
+    try:
+        judge()
+    except _Violation as violation:
+        found = _counterexample(violation, policy, examples, deterministic=True)
+        return SearchResult(policy, profile, examples, found)
+    except FlakyFailure as flaky:
+        unsteady = _first(flaky, _Violation)
+        if unsteady is None:
+            raise
+        found = _counterexample(unsteady, policy, examples, deterministic=False)
+        return SearchResult(policy, profile, examples, found)
+    except DidNotReproduce:
+        # Judged and passed: the target was fixed. Never judged: the line was recorded against
+        # another strategy, and its choices do not make a workload of this one.
+        if examples == 0:
+            raise ValueError(
+                f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
+            ) from None
+    except InvalidArgument as error:
+        if reproduce is None:
+            raise
+        raise ValueError(f"cannot replay {reproduce!r}: {error}") from None
+    return SearchResult(policy, profile, examples, None)
+
+
+def find_counterexample(
+    factory: SchedulerFactory,
+    policy: str,
+    profile: str = DEFAULT_PROFILE,
+    max_examples: int | None = None,
+    *,
+    properties: TargetProperties | None = None,
+) -> Counterexample | None:
+    """The minimal counterexample :func:`search` finds, or None if every example passed."""
+    return search(factory, policy, profile, max_examples, properties=properties).counterexample
+
+
+def run_stateful(
+    factory: SchedulerFactory,
+    policy: str,
+    profile: str = DEFAULT_PROFILE,
+    max_examples: int | None = None,
+    *,
+    properties: TargetProperties | None = None,
+    compare: bool | None = None,
+) -> StatefulResult:
+    """Run the state machine of :mod:`.stateful` against ``factory`` under ``profile``.
+
+    ``compare`` as in :func:`.stateful.state_machine`. If Hypothesis reports several
+    distinct failures, an invariant violation is preferred over a disagreement.
+    """
+    machine = state_machine(factory, policy, properties=properties, compare=compare)
+    config = _settings(profile, max_examples)
+    try:
+        run_state_machine_as_test(machine, settings=config)
+    except (StatefulFailure, BaseExceptionGroup) as error:
+        failure = _first(error, InvariantViolated) or _first(error, StatefulFailure)
+        if failure is None:
+            raise
+        finding = failure.finding if isinstance(failure, InvariantViolated) else None
+        found = StatefulCounterexample(
+            failure.workload, failure.summary, finding, reproduce_line(failure)
+        )
+        return StatefulResult(policy, profile, machine.runs, found)
+    return StatefulResult(policy, profile, machine.runs, None)
+
+
+def _settings(profile: str, max_examples: int | None) -> settings:
+    base = profile_settings(profile)
+    return settings(
+        base,
+        max_examples=max_examples if max_examples is not None else base.max_examples,
+        # One test function (and one state machine digest) serves every target, so a database
+        # keyed by it would replay one target's failures on another; the saved workload file
+        # is what persists a counterexample.
+        database=None,
+        print_blob=True,
+        verbosity=Verbosity.quiet,
+        # The explain phase only annotates Hypothesis's report, which is not shown.
+        phases=tuple(phase for phase in base.phases if phase is not Phase.explain),
+    )
+
+
+def _counterexample(
+    violation: _Violation, policy: str, examples: int, deterministic: bool
+) -> Counterexample:
+    finding = violation.finding
+    description = (
+        f"Minimal workload found by Hypothesis after {examples} examples: the {policy} target "
+        f"breaks {finding.invariant} in iteration {finding.iteration}. {finding.message}"
+    )
+    workload = replace(violation.workload, name="counterexample", description=description)
+    return Counterexample(
+        workload, finding, examples, reproduce_line(violation), deterministic=deterministic
+    )
+
+
+def _first(error: BaseException, kind: type[_Failure]) -> _Failure | None:
+    """The first exception of ``kind`` in ``error`` or, if it is a group, anywhere inside it."""
+    if isinstance(error, kind):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _first(inner, kind)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,63 @@
+"""The Hypothesis profiles kvsched runs under: ``ci``, ``dev`` and ``thorough``.
+
+``ci`` is the default everywhere (tests/conftest.py, ``kvsched check``): derandomized, so the same
+code gives the same verdict on every machine and every run, with no example database, so nothing
+left over from an earlier run changes the result. ``dev`` tries more examples and keeps the
+database, so a failure found once is replayed first the next time. ``thorough`` is for a nightly
+job or before a release: many more examples and longer stateful runs, seeded at random.
+
+No profile has a deadline: a slow scheduler under test is not a finding (the check command handles
+hanging targets with its own timeout), and a deadline would make the verdict depend on the load of
+the machine. ``too_slow`` is suppressed for the same reason.
+
+Select one with ``pytest --hypothesis-profile=NAME``, the ``HYPOTHESIS_PROFILE`` environment
+variable, or the ``profile`` argument of the searches in :mod:`.explore`.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, settings
+
+DEFAULT_PROFILE = "ci"
+
+# Built on Hypothesis's own "default" profile, not on whatever profile is loaded at import time,
+# so the profiles mean the same thing whoever imports this module first.
+_COMMON = settings(
+    settings.get_profile("default"),
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+PROFILES: dict[str, settings] = {
+    # No explain phase in ci: on a failing state machine it costs tens of seconds to annotate a
+    # report that the counterexample already makes plain.
+    "ci": settings(
+        _COMMON,
+        max_examples=100,
+        derandomize=True,
+        database=None,
+        stateful_step_count=30,
+        phases=tuple(phase for phase in Phase if phase is not Phase.explain),
+    ),
+    "dev": settings(_COMMON, max_examples=500, stateful_step_count=50),
+    "thorough": settings(_COMMON, max_examples=5000, stateful_step_count=100),
+}
+
+
+def profile_settings(name: str) -> settings:
+    """The settings of profile ``name``; a ``ValueError`` names the known profiles otherwise."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(PROFILES)
+        raise ValueError(f"unknown Hypothesis profile {name!r} (known: {known})") from None
+
+
+def register_profiles() -> None:
+    """Register every profile with Hypothesis, so ``--hypothesis-profile=NAME`` finds it.
+
+    Registering is idempotent; which profile is *loaded* stays the caller's choice.
+    """
+    for name, profile in PROFILES.items():
+        settings.register_profile(name, profile)

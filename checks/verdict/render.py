@@ -1,0 +1,245 @@
+"""Rendering a check's :class:`~.report.Report`: a table, JSON and JUnit XML.
+
+The table lists every invariant with its verdict and how it was checked; a violation follows it in
+words a learner understands: what broke, the smallest workload that shows it (request by request),
+the last iterations before it, and the command that replays it.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.invariants import BY_ID
+from kvsched.spec.workload import Workload, workload_to_json
+
+
+def render_table(report: Report, reproduce: str = "") -> str:
+    """The report for a terminal. ``reproduce`` is the command line to rerun, without --workload."""
+    blocks: list[str] = []
+    if report.allocator is not None:
+        allocator = report.allocator
+        if allocator.finding is None:
+            blocks.append(
+                f"allocate_kv_pages: holds on {allocator.calls} cases "
+                "(exact values, 0 tokens, full and partial pages, bad inputs; section 2)"
+            )
+        else:
+            blocks.append(
+                f"allocate_kv_pages: VIOLATES {allocator.finding.invariant} "
+                f"({BY_ID[allocator.finding.invariant].title})\n  {allocator.finding.message}"
+            )
+    for verdict in report.verdicts:
+        blocks.append(_render_verdict(verdict, reproduce))
+    blocks.extend(report.notes)
+    outcome = "every invariant holds" if report.ok else "VIOLATION found"
+    blocks.append(f"{report.target}: {outcome} ({report.seconds:.1f} s)")
+    return "\n\n".join(blocks)
+
+
+def _render_verdict(verdict: Verdict, reproduce: str) -> str:
+    policy = f"{verdict.policy} batching" if verdict.policy else "no declared policy"
+    title = f"{verdict.target} ({verdict.kind}, {policy})"
+    rows = [(row.invariant, row.status, row.how) for row in verdict.invariants]
+    table = tabulate(rows, headers=["invariant", "verdict", "how checked"], tablefmt="simple")
+    parts = [title, table, *verdict.notes]
+    if verdict.finding is not None:
+        parts.append(explain(verdict, reproduce))
+    return "\n".join(parts)
+
+
+def explain(verdict: Verdict, reproduce: str = "") -> str:
+    """A violation in words: what broke, on which smallest workload, and how to replay it."""
+    finding = verdict.finding
+    assert finding is not None
+    if finding.iteration:
+        when = f" in iteration {finding.iteration}"
+    else:  # iteration 0: decided at the end of the run, or a call outside any iteration
+        when = "" if finding.invariant == "PROTO-1" else " at the end of the run"
+    lines = [
+        "",
+        f"{finding.invariant} violated{when}: {BY_ID[finding.invariant].title}.",
+        f"  {finding.message}",
+    ]
+    failing = verdict.counterexample
+    if failing is not None:
+        lines.append("")
+        lines.append(f"Smallest failing workload ({failing.found_by}):")
+        lines.extend(f"  {line}" for line in describe_workload(failing.workload))
+    if finding.recent:
+        lines.append("")
+        lines.append("The last iterations up to the violation:")
+        lines.extend(f"  {describe_event(event)}" for event in finding.recent)
+    if failing is not None and failing.saved_to:
+        lines.append("")
+        lines.append(f"Workload file: {failing.saved_to}. Replay it with:")
+        if reproduce and verdict.kind != "event log":  # a recording cannot be rerun
+            policy = f" --policy {verdict.policy}" if verdict.policy else ""
+            lines.append(f"  {reproduce} --workload {failing.saved_to}{policy}")
+        lines.append(f"  kvsched replay {failing.saved_to}   (the reference schedulers on it)")
+    if failing is not None and failing.reproduce_blob:
+        lines.append(f"Hypothesis reproduce blob: {failing.reproduce_blob}")
+    return "\n".join(lines)
+
+
+def describe_workload(workload: Workload) -> list[str]:
+    """A workload as sentences: the limits, then each request in declared order."""
+    limits = workload.limits
+    count = len(workload.requests)
+    lines = [
+        f"{count} request{'s' if count != 1 else ''}; at most {limits.batch_limit} active at once, "
+        f"pages of {limits.page_size} token{'s' if limits.page_size != 1 else ''}, "
+        f"a pool of {limits.pool_pages} page{'s' if limits.pool_pages != 1 else ''}."
+    ]
+    for r in workload.requests:
+        lines.append(
+            f"{r.id}: arrives at time {r.arrival} (may join from iteration {r.arrival + 1}), "
+            f"prompt of {r.prompt_tokens} tokens, wants {r.output_tokens} output "
+            f"token{'s' if r.output_tokens != 1 else ''}."
+        )
+    return lines
+
+
+def describe_event(event: IterationEvent) -> str:
+    """One iteration as the monitor saw it, in one line."""
+    parts = [f"iteration {event.iteration}:"]
+    if event.admitted:
+        parts.append(f"{_ids(event.admitted)} join;")
+    parts.append(f"active {_ids(event.active) or 'nobody'};")
+    parts.append(f"tokens for {_ids(event.decoded) or 'nobody'};")
+    if event.page_tables:
+        tables = ", ".join(f"{rid} {_pages(p)}" for rid, p in event.page_tables.items())
+        parts.append(f"pages {tables};")
+    for rid in event.finished:
+        parts.append(f"{rid} finishes, frees {_pages(event.freed.get(rid, ()))};")
+    free = f"{event.free_pages} page{'s' if event.free_pages != 1 else ''} free"
+    parts.append(f"{free}; waiting {_ids(event.waiting)}" if event.waiting else free)
+    return " ".join(parts)
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_json(report), indent=2)
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    allocator = report.allocator
+    return {
+        "target": report.target,
+        "ok": report.ok,
+        "exit_code": report.exit_code,
+        "seconds": round(report.seconds, 3),
+        "allocator": None
+        if allocator is None
+        else {"calls": allocator.calls, "finding": _finding_json(allocator.finding)},
+        "verdicts": [_verdict_json(v) for v in report.verdicts],
+        "notes": list(report.notes),
+    }
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    failing = verdict.counterexample
+    evidence = verdict.evidence
+    return {
+        "target": verdict.target,
+        "kind": verdict.kind,
+        "policy": verdict.policy,
+        "ok": verdict.ok,
+        "invariants": [
+            {"id": r.invariant, "title": r.title, "verdict": r.status, "how": r.how}
+            for r in verdict.invariants
+        ],
+        "evidence": {
+            "monitor_runs": evidence.monitor_runs,
+            "fixed_workloads": list(evidence.fixed_workloads),
+            "hypothesis_examples": evidence.hypothesis_examples,
+            "hypothesis_profile": evidence.hypothesis_profile,
+            "log_iterations": evidence.log_iterations,
+        },
+        "finding": _finding_json(verdict.finding),
+        "counterexample": None
+        if failing is None
+        else {
+            "workload": workload_to_json(failing.workload),
+            "found_by": failing.found_by,
+            "saved_to": failing.saved_to,
+            "reproduce_blob": failing.reproduce_blob,
+        },
+        "notes": list(verdict.notes),
+    }
+
+
+def _finding_json(finding: Finding | None) -> dict[str, Any] | None:
+    if finding is None:
+        return None
+    return {
+        "invariant": finding.invariant,
+        "iteration": finding.iteration,
+        "message": finding.message,
+        "requests": list(finding.requests),
+        "pages": list(finding.pages),
+        "recent": [describe_event(e) for e in finding.recent],
+    }
+
+
+def render_junit_xml(report: Report, reproduce: str = "") -> str:
+    """JUnit XML: a testsuite per verdict, a testcase per invariant (skipped: n/a, not checked)."""
+    root = ElementTree.Element("testsuites", name=f"kvsched check {report.target}")
+    if report.allocator is not None:
+        suite = _suite(root, f"{report.target} allocate_kv_pages", 1)
+        case = ElementTree.SubElement(
+            suite, "testcase", classname="kvsched.allocate_kv_pages", name="PAGE-1 section 2"
+        )
+        if report.allocator.finding is not None:
+            _failure(
+                suite, case, report.allocator.finding.message, report.allocator.finding.message
+            )
+    for verdict in report.verdicts:
+        suite = _suite(
+            root, f"{verdict.target} [{verdict.policy or 'no policy'}]", len(verdict.invariants)
+        )
+        for row in verdict.invariants:
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=f"kvsched.{verdict.kind.replace(' ', '_')}.{verdict.policy or 'any'}",
+                name=f"{row.invariant} {row.title}",
+            )
+            if row.status == VIOLATED and verdict.finding is not None:
+                _failure(suite, case, verdict.finding.message, explain(verdict, reproduce))
+            elif row.status in (NOT_APPLICABLE, NOT_CHECKED):
+                ElementTree.SubElement(case, "skipped", message=f"{row.status}: {row.how}")
+                suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
+            else:
+                ElementTree.SubElement(case, "system-out").text = f"{row.status}: {row.how}"
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(
+        root, encoding="unicode"
+    )
+
+
+def _suite(root: ElementTree.Element, name: str, tests: int) -> ElementTree.Element:
+    return ElementTree.SubElement(
+        root, "testsuite", name=name, tests=str(tests), failures="0", errors="0", skipped="0"
+    )
+
+
+def _failure(
+    suite: ElementTree.Element, case: ElementTree.Element, message: str, details: str
+) -> None:
+    ElementTree.SubElement(case, "failure", message=message).text = details
+    suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return " ".join(ids)
+
+
+def _pages(pages: Sequence[int] | Mapping[str, Any]) -> str:
+    return "[" + " ".join(str(p) for p in pages) + "]"

@@ -1,0 +1,198 @@
+"""The verdict on a target: for each invariant, holds, violated or not applicable, and how we know.
+
+A :class:`Verdict` judges one target under one policy. It lists every invariant of the catalogue
+(spec/invariants.py) with its :class:`InvariantVerdict`: the status, and the evidence behind it
+(the monitor over N runs, Hypothesis with N examples, N direct calls of ``allocate_kv_pages``).
+A violation carries the first :class:`~kvsched.checks.monitor.Finding` and the smallest workload
+that shows it (:class:`FailingWorkload`). A :class:`Report` gathers the verdicts of one
+``kvsched check`` (a learner's file is judged under both policies) and decides the exit code.
+
+These are plain frozen dataclasses: the check builds them in a child process and the renderers in
+:mod:`.render` read them, so nothing here runs a scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.spec.invariants import CATALOGUE, applicable
+from kvsched.spec.workload import Workload
+
+HOLDS = "holds"
+VIOLATED = "violated"
+NOT_APPLICABLE = "not applicable"
+NOT_CHECKED = "not checked"
+"""Applicable, but the check stopped at an earlier violation before it was exercised."""
+
+EXIT_OK, EXIT_FINDING = 0, 1
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How much a target was exercised, per kind of check."""
+
+    monitor_runs: int = 0
+    """Runs the runtime monitor watched, every iteration of each (fixed and generated workloads)."""
+    fixed_workloads: tuple[str, ...] = ()
+    """The fixed workloads among them: "the teaching trace", "the given workload"."""
+    hypothesis_examples: int = 0
+    """Workloads Hypothesis generated (each also one monitored run)."""
+    hypothesis_profile: str = ""
+    log_iterations: int = 0
+    """Iterations of a recorded event log replayed through the monitor."""
+    watchdog: bool = False
+    """The check was ended by the watchdog of :mod:`kvsched.checks.targets.isolation` (a target it
+    could not stop)."""
+    proved: tuple[str, ...] = ()
+    """Invariants Z3 proved inductive for the target's transition system (reference only)."""
+    proof_requests: int = 0
+
+    def describe(self, invariant: str) -> str:
+        """The evidence for ``invariant`` in words, for the table's "how checked" column."""
+        parts: list[str] = []
+        if self.log_iterations:
+            parts.append(f"monitor over a recorded log of {self.log_iterations} iterations")
+        fixed = len(self.fixed_workloads)
+        if fixed:
+            parts.append(f"monitor on {' and '.join(self.fixed_workloads)}")
+        if self.hypothesis_examples:
+            parts.append(
+                f"Hypothesis, {_count(self.hypothesis_examples, 'example')} "
+                f"({self.hypothesis_profile})"
+            )
+        elif self.monitor_runs > fixed:
+            parts.append(f"monitor over {_count(self.monitor_runs - fixed, 'more run')}")
+        if self.watchdog:
+            parts.append("the watchdog ended the check in a call into the target")
+        if invariant in self.proved:
+            parts.append(f"Z3 induction, all iterations ({self.proof_requests} requests)")
+        return "; ".join(parts) or "not exercised"
+
+
+@dataclass(frozen=True)
+class InvariantVerdict:
+    invariant: str
+    title: str
+    status: str
+    how: str
+
+
+@dataclass(frozen=True)
+class FailingWorkload:
+    """The smallest failing workload found, and how to run it again."""
+
+    workload: Workload
+    found_by: str
+    """"the teaching trace", "the given workload", "Hypothesis" ... ; "shrunk" when reduced."""
+    reproduce_blob: str = ""
+    """Hypothesis's ``@reproduce_failure`` blob, when Hypothesis found it."""
+    saved_to: str = ""
+    """The workload file written for ``kvsched check --workload`` and ``kvsched replay``."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target judged under one policy."""
+
+    target: str
+    kind: str
+    """"scheduler", "learner" or "event log"."""
+    policy: str
+    invariants: tuple[InvariantVerdict, ...]
+    evidence: Evidence
+    finding: Finding | None = None
+    counterexample: FailingWorkload | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.finding is None
+
+
+@dataclass(frozen=True)
+class AllocatorVerdict:
+    """A learner's ``allocate_kv_pages`` checked directly (section 2): cases and first wrong one."""
+
+    calls: int
+    finding: Finding | None
+
+    @property
+    def ok(self) -> bool:
+        return self.finding is None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one ``kvsched check`` found; exit code 0 when every verdict holds, else 1."""
+
+    target: str
+    verdicts: tuple[Verdict, ...]
+    allocator: AllocatorVerdict | None = None
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        allocator_ok = self.allocator is None or self.allocator.ok
+        return allocator_ok and all(v.ok for v in self.verdicts)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.ok else EXIT_FINDING
+
+
+def build_verdict(
+    target: str,
+    kind: str,
+    policy: str,
+    evidence: Evidence,
+    finding: Finding | None,
+    counterexample: FailingWorkload | None = None,
+    notes: tuple[str, ...] = (),
+    exercised: frozenset[str] | None = None,
+) -> Verdict:
+    """Build the verdict for every invariant of the catalogue from the check's outcome.
+
+    An invariant is violated if it is the finding's; not applicable if the target's policy does
+    not constrain it (``applicable``); not checked if the check stopped before it got evidence
+    (``exercised`` names what was exercised, all applicable ones by default); else it holds.
+    """
+    applicable_ids = {i.id for i in applicable(policy)}
+    rows = []
+    for invariant in CATALOGUE:
+        if finding is not None and invariant.id == finding.invariant:
+            status = VIOLATED
+        elif invariant.id not in applicable_ids:
+            status = NOT_APPLICABLE
+        elif finding is not None or (exercised is not None and invariant.id not in exercised):
+            status = NOT_CHECKED
+        else:
+            status = HOLDS
+        if status == NOT_APPLICABLE:
+            how = _why_not(policy)
+        elif status == NOT_CHECKED and finding is not None:
+            how = f"stopped at {finding.invariant}"
+        else:
+            how = evidence.describe(invariant.id)
+        rows.append(InvariantVerdict(invariant.id, invariant.title, status, how))
+    return Verdict(
+        target=target,
+        kind=kind,
+        policy=policy,
+        invariants=tuple(rows),
+        evidence=evidence,
+        finding=finding,
+        counterexample=counterexample,
+        notes=notes,
+    )
+
+
+def _why_not(policy: str) -> str:
+    if policy in ("static", "continuous"):
+        return f"does not constrain {policy} batching"
+    return "the target declares no policy it constrains"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
