@@ -231,11 +231,20 @@ def _malformed_pages(where: str, tables: Any, checked: Mapping[str, Any] | None 
             return f"{where} has a key that is not a request id: {rid!r}"
         if checked and type(pages) is tuple and checked.get(rid) is pages:
             continue
-        if not isinstance(pages, tuple | list) or not all(
-            isinstance(p, int) and not isinstance(p, bool) for p in pages
-        ):
+        if not isinstance(pages, tuple | list) or not _page_ids(pages):
             return f"{where}[{rid!r}] must be a sequence of integer page ids, got {pages!r}"
     return ""
+
+
+_PLAIN_INT = frozenset({int})
+
+
+def _page_ids(pages: tuple[Any, ...] | list[Any]) -> bool:
+    # Plain ints, the usual case, are recognised in C; an int subclass other than bool is a page
+    # id too, but rare enough to be read one by one.
+    return _PLAIN_INT.issuperset(map(type, pages)) or all(
+        isinstance(p, int) and not isinstance(p, bool) for p in pages
+    )
 
 
 def _describe(error: BaseException) -> str:
