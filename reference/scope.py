@@ -54,22 +54,35 @@ def policy_scope(policy: str, properties: TargetProperties | None = None) -> Sco
 def invalid_workload(workload: Workload) -> str:
     """Why the workload loader (section 1) would refuse ``workload``, or "" if it would not."""
     limits = workload.limits
+    requests = workload.requests
     if min(limits.batch_limit, limits.page_size, limits.pool_pages) < 1:
         return f"{workload.name}: limits must be positive, got {limits}"
-    if not workload.requests:
+    if not requests:
         return f"{workload.name}: no requests; a workload needs a request"
+    # Whole-workload passes first, cheap on a large workload; the request loop below runs only
+    # when one of them fails, to name the request.
+    page_size = limits.page_size
+    capacity = limits.pool_pages * page_size  # tokens <= capacity iff their pages fit the pool
+    if (
+        len({r.id for r in requests}) == len(requests)
+        and min(r.arrival for r in requests) >= 0
+        and min(r.prompt_tokens for r in requests) >= 0
+        and min(r.output_tokens for r in requests) >= 1
+        and max(r.prompt_tokens + r.output_tokens for r in requests) <= capacity
+    ):
+        return ""
     seen: set[str] = set()
-    for index, request in enumerate(workload.requests):
+    for index, request in enumerate(requests):
         where = f"{workload.name}: request #{index} ('{request.id}')"
         if request.id in seen:
             return f"{where}: duplicate request id"
         seen.add(request.id)
         if request.arrival < 0 or request.prompt_tokens < 0 or request.output_tokens < 1:
             return f"{where}: needs arrival >= 0, prompt_tokens >= 0 and output_tokens >= 1"
-        peak = pages_for(request.prompt_tokens + request.output_tokens, limits.page_size)
+        peak = pages_for(request.prompt_tokens + request.output_tokens, page_size)
         if peak > limits.pool_pages:
             return (
                 f"{where}: needs {peak} pages at its peak but limits.pool_pages is "
                 f"{limits.pool_pages}; it could never be admitted"
             )
-    return ""
+    raise AssertionError("a whole-workload check failed, but no request breaks it")
