@@ -17,8 +17,9 @@ import z3
 
 from kvsched.checks.proofs.model import ACTIVE, FINISHED, WAITING, Iteration, State
 from kvsched.checks.proofs.workload import SymbolicWorkload
+from kvsched.spec.vocabulary import POLICY_NAMES
 
-BOTH: tuple[str, ...] = ("static", "continuous")
+BOTH: tuple[str, ...] = POLICY_NAMES
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from kvsched.cli import EXIT_FINDING, EXIT_INTERNAL, EXIT_OK, UsageError
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import ExitCode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -140,7 +141,7 @@ def main(args: argparse.Namespace) -> int:
             strict = _asv(config, *compare, "--factor=1.0")  # any change of an exact figure
         except AsvError as error:
             print(f"kvsched bench: {error}", file=sys.stderr)
-            return EXIT_INTERNAL
+            return ExitCode.INTERNAL
     print(shown if args.all else _information(parse_compare(shown), args.factor))
     return _gate(parse_compare(strict))
 
@@ -183,8 +184,8 @@ def _gate(rows: list[Row]) -> int:
         print(f"  better  {row.name}: {row.before} -> {row.after}")
     if not gated:
         print("kvsched bench: asv compared no gated figure; is benchmarks/ there?", file=sys.stderr)
-        return EXIT_INTERNAL
-    return EXIT_FINDING if worse else EXIT_OK
+        return ExitCode.INTERNAL
+    return ExitCode.FINDING if worse else ExitCode.OK
 
 
 def _run_suite(config: Path, commit: str, site: Path, selection: list[str], quick: bool) -> None:
