@@ -22,10 +22,11 @@ from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation
 from kvsched.checks.proofs.compare import DOMINANCE, prove_never_later
 from kvsched.checks.proofs.induction import LEMMAS as STEP_LEMMAS
 from kvsched.checks.proofs.induction import Obligation, prove_inductive
-from kvsched.checks.proofs.invariant import LIVE_CONCLUSION, STATE_FACTS, STEP_FACTS
+from kvsched.checks.proofs.invariant import STATE_FACTS
 from kvsched.checks.proofs.model import BROKEN, Rules
 from kvsched.checks.proofs.pages import LEMMAS, prove_lemma
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, Answer
+from kvsched.checks.proofs.steps import LIVE_CONCLUSION, STEP_FACTS
 from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload
 

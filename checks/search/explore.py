@@ -1,4 +1,4 @@
-"""Search for the smallest workload on which a scheduler breaks an invariant (issue 3, section 4).
+"""Search for the smallest workload on which a scheduler breaks an invariant.
 
 :func:`search` runs the target through the reference engine on workloads drawn by
 :func:`.strategies.workloads` and judges every run with the runtime monitor. When the
