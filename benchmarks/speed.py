@@ -69,7 +69,7 @@ class EngineLoop:
 
 
 class ScaleReplay:
-    """The replay of issue 4's target: 1,000,000 requests, batch limit 256."""
+    """The large replay: 1,000,000 requests, batch limit 256."""
 
     params = sorted(POLICIES)
     param_names = ("policy",)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.scope import COVERED, Scope, beyond_lesson, outside
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload, pages_for
 
-REFERENCE_POLICIES = ("static", "continuous")
+REFERENCE_POLICIES = POLICY_NAMES
 STEPPED = "the stepped engine, kvsched.reference.engine.run, which runs any scheduler"
 
 
