@@ -12,18 +12,18 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from quality.mutants import (
-    DecodesTwice,
-    FinishesTwice,
-    IgnoresBatchLimit,
-    LeakOnFinish,
-    StaticAdmitsMidBatch,
-    TokenForWaitingRequest,
-)
 
 from kvsched.checks.monitor import pages as monitor_pages
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor, monitor_run
+from kvsched.checks.mutants.batching import (
+    DecodesTwice,
+    FinishesTwice,
+    IgnoresBatchLimit,
+    StaticAdmitsMidBatch,
+    TokenForWaitingRequest,
+)
+from kvsched.checks.mutants.paging import LeakOnFinish
 from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.engine import Run, iteration_bound
 from kvsched.reference.scheduler import Sequence
@@ -72,8 +72,8 @@ def test_reference_checks_clean_on_the_teaching_trace(policy: str) -> None:
 
 
 # Mutants of the reference, one broken rule each -------------------------------------------------
-# A bug planted exactly as in the mutant zoo comes from there (quality/mutants.py). The ones below
-# differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
+# A bug planted exactly as in the mutant zoo comes from there (kvsched.checks.mutants). The ones
+# below differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
 # iteration, requests and pages the table expects.
 
 
