@@ -15,8 +15,9 @@ from kvsched.checks.monitor.runtime import Monitor
 from kvsched.checks.mutants.zoo import ZOO
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.invariants import BY_ID, CATALOGUE, STEPS, applicable
+from kvsched.spec.invariants import BY_ID, CATALOGUE, applicable
 from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.vocabulary import STEPS
 
 ROOT = Path(__file__).resolve().parent.parent
 

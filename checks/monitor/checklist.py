@@ -2,22 +2,17 @@
 
 Each function binds a rule of the ledgers (:mod:`.requests`, :mod:`.pages`, :mod:`.tokens`,
 :mod:`.batch`) to the part of the event it judges. They are listed here in the order they run
-within their step; the steps run in the spec's order (:data:`kvsched.spec.invariants.STEPS`).
+within their step; the steps run in the spec's order (:data:`kvsched.spec.vocabulary.STEPS`).
 Some checks also move the ledgers on (an admission joins the batch, a finished request leaves it),
 so every check runs in every iteration and decides for itself what applies to the policy.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kvsched.checks.monitor.findings import Finding, request_list
-from kvsched.checks.monitor.registry import RunEnd, at_end, per_iteration
+from kvsched.checks.monitor.registry import Monitor, RunEnd, at_end, per_iteration
 from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent
-
-if TYPE_CHECKING:
-    from kvsched.checks.monitor.runtime import Monitor
 
 
 # 3.6 The iteration bound ---------------------------------------------------------------------

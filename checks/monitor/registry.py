@@ -2,7 +2,7 @@
 
 A check is a function of the monitor and one iteration's event (or of the run's end) that returns
 the first :class:`~.findings.Finding` it sees, or ``None``. It registers with a decorator naming
-the step of the iteration it belongs to (:data:`kvsched.spec.invariants.STEPS`) and every id it
+the step of the iteration it belongs to (:data:`kvsched.spec.vocabulary.STEPS`) and every id it
 may report::
 
     @per_iteration("admission", "BATCH-1")
@@ -17,17 +17,31 @@ holds the three in step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
+from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.invariants import STEPS, Step
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import STEPS, Step
 
-if TYPE_CHECKING:
-    from kvsched.checks.monitor.runtime import Monitor
+
+class Monitor(Protocol):
+    """What a check reads of the monitor (:class:`.runtime.Monitor`): its ledgers as of the step
+    the check runs in."""
+
+    requests: RequestLedger
+    pages: PageLedger
+    batch: BatchRules
+    properties: TargetProperties
+    computed: Mapping[str, int]
+    """Tokens each request computed in this iteration; set from the ``decode`` step on."""
+    iteration: int
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,8 @@ class Check(Generic[Subject]):
 ITERATION_CHECKS: dict[Step, list[Check[IterationEvent]]] = {step: [] for step in STEPS}
 END_CHECKS: list[Check[RunEnd]] = []
 
-IterationFn = Callable[["Monitor", IterationEvent], "Finding | None"]
-EndFn = Callable[["Monitor", RunEnd], "Finding | None"]
+IterationFn = Callable[[Monitor, IterationEvent], "Finding | None"]
+EndFn = Callable[[Monitor, RunEnd], "Finding | None"]
 
 
 def per_iteration(step: Step, *ids: str) -> Callable[[IterationFn], IterationFn]:

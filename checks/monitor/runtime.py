@@ -8,7 +8,7 @@ preemption, prefix sharing or reserve-ahead allocator is judged by what it decla
 (spec/eventlog.md, section 4) instead of raising false alarms.
 
 What it checks is the registry (:mod:`.registry`), filled by :mod:`.checklist`: within an
-iteration the steps run in the spec's order (:data:`kvsched.spec.invariants.STEPS`: the bound,
+iteration the steps run in the spec's order (:data:`kvsched.spec.vocabulary.STEPS`: the bound,
 preemption, admission, decode, page tables, unused slots, completion and freeing), then the
 end-of-run checks. The work per iteration follows what the iteration changed, never the pool or
 the workload: the request ledger (:mod:`.requests`) and the page ledger (:mod:`.pages`) keep owner
@@ -32,8 +32,9 @@ from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.checks.monitor.tokens import computed_tokens
 from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.invariants import STEPS, applicable
+from kvsched.spec.invariants import applicable
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import STEPS
 from kvsched.spec.workload import Workload
 
 RECENT = 3
