@@ -19,7 +19,7 @@ them. This module needs neither Hypothesis nor Z3.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 
 # Importing the checklist registers its checks.
@@ -27,7 +27,7 @@ from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
-from kvsched.checks.monitor.registry import END_CHECKS, Check, RunEnd, Subject, iteration_plan
+from kvsched.checks.monitor.registry import END_CHECKS, Check, RunEnd, iteration_plan
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.checks.monitor.tokens import computed_tokens
 from kvsched.reference.engine import Run, SchedulerFault
@@ -100,39 +100,38 @@ class Monitor:
         self.iteration = event.iteration
         self.recent.append(event)
         self.requests.arrive(event.iteration)  # 3.1: bookkeeping; arriving breaks nothing
-        finding = _first(self, self.until_decode, event)
-        if finding is None:
-            self.computed = computed_tokens(self.requests, event)
-            finding = _first(self, self.from_decode, event)
-        if finding is not None:
-            self.finding = replace(finding, recent=tuple(self.recent))
-        return self.finding
+        # The two loops are _first inlined: this runs once per iteration of every checked run.
+        for check in self.until_decode:
+            if (finding := check.run(self, event)) is not None:
+                return self._settle(check, finding)
+        self.computed = computed_tokens(self.requests, event)
+        for check in self.from_decode:
+            if (finding := check.run(self, event)) is not None:
+                return self._settle(check, finding)
+        return None
 
     def finish(self, drained: bool, fault: SchedulerFault | None = None) -> Finding | None:
         """The end-of-run checks: the target kept answering (PROTO-1, when ``fault`` stopped the
         run), then every request finished (REQ-2 if the run drained, else LIVE-1)."""
         if self.finding is None:
-            finding = _first(self, END_CHECKS, RunEnd(drained, fault))
-            if finding is not None:
-                self.finding = replace(finding, recent=tuple(self.recent))
+            end = RunEnd(drained, fault)
+            for check in END_CHECKS:
+                if (finding := check.run(self, end)) is not None:
+                    return self._settle(check, finding)
+        return self.finding
+
+    def _settle(self, check: Check[IterationEvent] | Check[RunEnd], finding: Finding) -> Finding:
+        """Keep the first finding, which ``check`` may report only under an id it registered."""
+        if finding.invariant not in check.ids:
+            raise RuntimeError(
+                f"monitor check {check.name} reported {finding.invariant} but registered "
+                f"only {', '.join(check.ids)}: add the id to its registration"
+            )
+        self.finding = replace(finding, recent=tuple(self.recent))
         return self.finding
 
 
 _FROM_DECODE = frozenset(STEPS[STEPS.index("decode") :])
-
-
-def _first(monitor: Monitor, checks: Sequence[Check[Subject]], subject: Subject) -> Finding | None:
-    """The first finding of ``checks`` in order; each may report only the ids it registered."""
-    for check in checks:
-        finding = check.run(monitor, subject)
-        if finding is not None:
-            if finding.invariant not in check.ids:
-                raise RuntimeError(
-                    f"monitor check {check.name} reported {finding.invariant} but registered "
-                    f"only {', '.join(check.ids)}: add the id to its registration"
-                )
-            return finding
-    return None
 
 
 def monitor_run(run: Run, properties: TargetProperties | None = None) -> Finding | None:
