@@ -1,0 +1,275 @@
+"""The host process seen from kvsched: started fresh, watched, read with deadlines, killed whole.
+
+:class:`HostProcess` starts :mod:`.host` in a new session (so ``killpg`` ends everything the
+target started), under memory and CPU rlimits, with the target's stdout and stderr on pipes this
+side drains while it waits and caps at :attr:`Confinement.output_bytes`. Each exchange sends one
+frame and waits for one answer until the call's deadline or the check's budget, whichever comes
+first. Whatever goes wrong on that side (the process died, hung, wrote too much, sent a frame that
+is not one) ends the process and raises :class:`HostFailure`, a ``BaseException``: the check stops
+there with a PROTO-1 verdict, and no layer in between (the engine, Hypothesis) mistakes it for an
+ordinary answer of the target's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+from kvsched.checks.targets import wire
+
+_TAIL_BYTES = 2000
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The limits a target runs under; every verdict on a hosted target states them."""
+
+    call_seconds: float = 10.0
+    """Wall-clock seconds one call (or the import) may take."""
+    budget_seconds: float = 600.0
+    """Wall-clock seconds the whole check may spend waiting on the target."""
+    memory_mb: int = 2048
+    """The host's address-space limit (RLIMIT_AS)."""
+    output_bytes: int = 1024 * 1024
+    """How much the target may write to stdout and stderr together."""
+    sandbox: Literal["none", "bwrap"] = "none"
+    """``bwrap``: run the host in bubblewrap, without network, on a read-only filesystem."""
+
+    def describe(self) -> str:
+        jail = (
+            ", in bubblewrap (no network, read-only filesystem)" if self.sandbox == "bwrap" else ""
+        )
+        return (
+            f"The target ran in a separate process{jail}: {self.call_seconds:g} s per call, "
+            f"{self.budget_seconds:g} s for the whole check, {self.memory_mb} MiB of memory, "
+            f"{self.output_bytes} bytes of output."
+        )
+
+
+class HostFailure(BaseException):
+    """The host process stopped answering as the wire demands; the message says how and where."""
+
+
+class BudgetSpent(HostFailure):
+    """The check's overall budget ran out while waiting on the target."""
+
+
+class HostProcess:
+    """One running host; :meth:`exchange` is the only way to talk to the target."""
+
+    def __init__(self, confinement: Confinement, budget_ends: float) -> None:
+        self.confinement = confinement
+        self.budget_ends = budget_ends
+        to_host_r, self._to_host = os.pipe()
+        self._from_host, from_host_w = os.pipe()
+        cpu = int(confinement.budget_seconds) + 5
+        command = [
+            sys.executable,
+            "-s",  # no user site-packages: the host sees what kvsched runs with
+            *(["-P"] if sys.version_info >= (3, 11) else []),  # nor the target's folder yet
+            "-m",
+            "kvsched.checks.targets.host",
+            str(to_host_r),
+            str(from_host_w),
+            str(confinement.memory_mb),
+            str(cpu),
+        ]
+        if confinement.sandbox == "bwrap":
+            command = bwrap_command(command, (to_host_r, from_host_w))
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(to_host_r, from_host_w),
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+        os.close(to_host_r)
+        os.close(from_host_w)
+        self._outputs = {
+            self._process.stdout.fileno(): _Tail("stdout"),  # type: ignore[union-attr]
+            self._process.stderr.fileno(): _Tail("stderr"),  # type: ignore[union-attr]
+        }
+        for fd in (self._to_host, self._from_host, *self._outputs):
+            os.set_blocking(fd, False)
+        self._buffer = bytearray()
+        self.closed = False
+
+    def exchange(self, frame: bytes, doing: str, seconds: float | None = None) -> bytes:
+        """Send ``frame``, return the answer's payload; HostFailure if none comes in time.
+
+        The answer must come within ``seconds``, by default the confinement's per-call limit.
+        """
+        if self.closed:
+            raise HostFailure(f"{doing}: the target's process had already ended")
+        seconds = self.confinement.call_seconds if seconds is None else seconds
+        started = time.monotonic()
+        call_ends = started + seconds
+        pending = memoryview(frame)
+        while True:
+            payload = self._take_frame(doing)
+            if payload is not None and not pending:
+                return payload
+            now = time.monotonic()
+            if now >= self.budget_ends:
+                self.kill()
+                raise BudgetSpent(
+                    f"the check's budget of {self.confinement.budget_seconds:g} s ran out during "
+                    f"{doing}{self.tail()}"
+                )
+            if now >= call_ends:
+                self.kill()
+                raise HostFailure(
+                    f"{doing} did not return within {seconds:g} s (the "
+                    f"target hangs or is far too slow){self.tail()}"
+                )
+            pending = self._pump(pending, min(call_ends, self.budget_ends) - now, doing)
+
+    def _pump(self, pending: memoryview, seconds: float, doing: str) -> memoryview:
+        """Wait up to ``seconds`` for anything to read or room to write; handle what came."""
+        poller = select.poll()
+        poller.register(self._from_host, select.POLLIN)
+        for fd in self._outputs:
+            poller.register(fd, select.POLLIN)
+        if pending:
+            poller.register(self._to_host, select.POLLOUT)
+        for fd, events in poller.poll(max(seconds, 0.0) * 1000):
+            if fd == self._to_host:
+                try:
+                    pending = pending[os.write(fd, pending) :]
+                except BrokenPipeError:
+                    self._died(doing)
+            elif fd in self._outputs:
+                self._drain(fd, doing)
+            else:
+                chunk = os.read(fd, 1 << 20) if events & (select.POLLIN | select.POLLHUP) else b""
+                if not chunk:
+                    self._died(doing)
+                self._buffer += chunk
+        return pending
+
+    def _take_frame(self, doing: str) -> bytes | None:
+        if len(self._buffer) < 4:
+            return None
+        try:
+            length = wire.frame_length(bytes(self._buffer[:4]))
+        except wire.WireError as error:
+            self.kill()
+            raise HostFailure(f"{doing}: the target's process sent {error}{self.tail()}") from None
+        if len(self._buffer) < 4 + length:
+            return None
+        payload = bytes(self._buffer[4 : 4 + length])
+        del self._buffer[: 4 + length]
+        return payload
+
+    def _drain(self, fd: int, doing: str) -> None:
+        tail = self._outputs[fd]
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        tail.add(chunk)
+        written = sum(t.total for t in self._outputs.values())
+        if written > self.confinement.output_bytes:
+            self.kill()
+            raise HostFailure(
+                f"during {doing} the target wrote more than {self.confinement.output_bytes} bytes "
+                f"to stdout and stderr, the limit{self.tail()}"
+            )
+
+    def _died(self, doing: str) -> None:
+        self._process.wait()  # the pipe closed: the process is ending
+        for fd in list(self._outputs):
+            self._drain_rest(fd)
+        code = self._process.returncode
+        how = (
+            f"was killed by signal {signal.Signals(-code).name}"
+            if code is not None and code < 0 and -code in signal.Signals._value2member_map_
+            else f"exited with code {code}"
+        )
+        self.kill()
+        raise HostFailure(
+            f"the target's process {how} during {doing}; a scheduler must answer, not exit"
+            f"{self.tail()}"
+        )
+
+    def _drain_rest(self, fd: int) -> None:
+        for _ in range(64):  # what is left in the pipe, at most a little over the cap
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except (BlockingIOError, OSError):
+                return
+            if not chunk:
+                return
+            self._outputs[fd].add(chunk)
+
+    def tail(self) -> str:
+        """The end of what the target wrote, as a paragraph of the verdict; "" if nothing."""
+        shown = [t.text() for t in self._outputs.values() if t.total]
+        return "".join(f"\n{text}" for text in shown)
+
+    def kill(self) -> None:
+        """End the host and everything it started (its whole session); close the pipes."""
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        self._process.wait()
+        for fd in (self._to_host, self._from_host):
+            os.close(fd)
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+class _Tail:
+    """The last bytes of one output stream, and how many were written in all."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.total = 0
+        self._chunks: deque[bytes] = deque()
+        self._kept = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self._chunks.append(chunk)
+        self._kept += len(chunk)
+        while self._kept - len(self._chunks[0]) >= _TAIL_BYTES:
+            self._kept -= len(self._chunks.popleft())
+
+    def text(self) -> str:
+        data = b"".join(self._chunks)[-_TAIL_BYTES:]
+        shown = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
+        return f"The target's {self.name} ({self.total} bytes), last lines:\n{shown.rstrip()}"
+
+
+def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:
+    """``command`` under bubblewrap: no network, the filesystem read-only, a private /tmp."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise FileNotFoundError("bwrap")
+    return [
+        bwrap,
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        *command,
+    ]  # fmt: skip
