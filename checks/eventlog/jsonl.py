@@ -93,6 +93,10 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise EventLogError(f"{path}: cannot read the event log ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise EventLogError(
+            f"{path}: not UTF-8 text (byte {error.start}: {error.reason}); an event log is UTF-8"
+        ) from None
     lines = text.splitlines()
     if not lines:
         raise EventLogError(f"{path}: empty; an event log starts with a header line")

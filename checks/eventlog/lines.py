@@ -7,7 +7,6 @@ raises :class:`EventLogError` naming the file, the line and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,13 @@ from typing import Any
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
+from kvsched.spec.workload import (
+    Workload,
+    WorkloadError,
+    json_kind,
+    parse_json_text,
+    parse_workload,
+)
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1
@@ -63,12 +68,7 @@ def _plain(value: Any) -> Any:
 
 
 def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        document = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise EventLogError(
-            f"{path}: line {number}: not valid JSON (column {error.colno}: {error.msg})"
-        ) from None
+    document = parse_json_text(line, f"{path}: line {number}", EventLogError)
     if not isinstance(document, dict):
         raise EventLogError(
             f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
@@ -88,7 +88,7 @@ def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, Target
     for field, value in expected.items():
         if field not in document:
             raise EventLogError(f"{where}: missing field '{field}'")
-        if document[field] != value or isinstance(document[field], bool):
+        if type(document[field]) is not type(value) or document[field] != value:
             raise EventLogError(
                 f"{where}: field '{field}' must be {value!r}, got {document[field]!r}"
             )
