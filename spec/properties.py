@@ -27,15 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from .workload import Limits, Request, pages_for
 
 ADMISSION_MODES = ("peak", "lazy")
-
-Policy = Literal["static", "continuous"]
-POLICY_NAMES: tuple[Policy, ...] = get_args(Policy)
-"""The policies a scheduler or a learner's file may declare; kvsched knows their invariants."""
 
 
 class PropertiesError(ValueError):

@@ -22,13 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvsched.checks.eventlog.jsonl import EventLogError, read_run
-from kvsched.spec.workload import (
-    WorkloadError,
-    decode_json,
-    load_workload,
-    parse_workload,
-    workload_to_json,
-)
+from kvsched.spec.strict_json import decode_json
+from kvsched.spec.workload import WorkloadError, load_workload, parse_workload, workload_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID_WORKLOAD = (ROOT / "spec" / "traces" / "teaching.json").read_bytes()

@@ -31,8 +31,9 @@ from typing import Any
 
 from kvsched.checks.targets.deadline import DeadlineExpired
 from kvsched.checks.targets.learner import LearnerSolution, solution_from_namespace
-from kvsched.spec.properties import POLICY_NAMES, TargetProperties
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.vocabulary import POLICY_NAMES
 
 PROTOCOL_METHODS = ("add_request", "schedule", "update_from_output")
 

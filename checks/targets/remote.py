@@ -26,8 +26,9 @@ from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import LearnerSolution
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError
 from kvsched.checks.targets.process import Confinement, HostFailure, HostProcess
-from kvsched.spec.properties import POLICY_NAMES, PropertiesError, parse_properties
+from kvsched.spec.properties import PropertiesError, parse_properties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Limits, Request
 
 T = TypeVar("T")
