@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvsched.checks.eventlog.jsonl import EventLogError, read_run
+from kvsched.checks.eventlog.jsonl import EventLogError, check_log
 from kvsched.spec.strict_json import decode_json
 from kvsched.spec.workload import WorkloadError, load_workload, parse_workload, workload_to_json
 
@@ -53,7 +53,7 @@ def _log(data: bytes) -> None:
         path = Path(folder) / "fuzz.jsonl"
         path.write_bytes(data)
         try:
-            read_run(path)
+            check_log(path)  # read, then judged by the monitor: neither may raise anything else
         except EventLogError as error:
             str(error).encode("utf-8")
 
@@ -192,3 +192,25 @@ def test_the_issues_inputs_are_clean_errors(tmp_path: Path) -> None:
             assert words in str(error), (data[:80], error)
         else:
             raise AssertionError(f"accepted {data[:80]!r}")
+
+
+def test_the_issues_logs_are_clean_errors(tmp_path: Path) -> None:
+    lines = VALID_LOGS[0].decode("utf-8").splitlines()
+    header, first = json.loads(lines[0]), json.loads(lines[1])
+    cases: list[tuple[dict[str, Any], dict[str, Any], str]] = [
+        ({**header, "format": 1.0}, first, "field 'format' must be"),
+        ({**header, "version": True}, first, "field 'version' must be"),
+        ({**header, "target": {**header["target"], "reserved_pages": [10**6]}}, first, "outside"),
+        (header, {**first, "arrived": ["ghost"]}, "not a request of the header's workload"),
+        (header, {**first, "waiting": ["\ud800"]}, "not a request of the header's workload"),
+    ]
+    for changed_header, changed_first, words in cases:
+        path = tmp_path / "log.jsonl"
+        text = "\n".join([json.dumps(changed_header), json.dumps(changed_first), *lines[2:]])
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        try:
+            check_log(path)
+        except EventLogError as error:
+            assert words in str(error), (words, error)
+        else:
+            raise AssertionError(f"accepted a log with {words}")

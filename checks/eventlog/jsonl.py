@@ -20,6 +20,7 @@ from kvsched.checks.eventlog.lines import (
     LOG_FORMAT,
     LOG_VERSION,
     EventLogError,
+    check_engine_ids,
     event_json,
     parse_event,
     parse_fault,
@@ -101,6 +102,7 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
     if not lines:
         raise EventLogError(f"{path}: empty; an event log starts with a header line")
     workload, properties = parse_header(parse_object(lines[0], path, 1), path)
+    known = {r.id for r in workload.requests}
     events: list[IterationEvent] = []
     fault: SchedulerFault | None = None
     explicit: bool | None = None  # whether the lines carry 'computed': all of them or none
@@ -118,6 +120,7 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
                 f"{where}: field 'type' must be 'iteration' or 'fault', got {kind!r}"
             )
         event = parse_event(document, where)
+        check_engine_ids(event, known, where)
         if event.iteration != len(events) + 1:
             raise EventLogError(
                 f"{where}: field 'iteration' must be {len(events) + 1} "

@@ -100,6 +100,12 @@ def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, Target
         properties = parse_properties(document["target"], where=f"{where}: field 'target'")
     except (WorkloadError, PropertiesError) as error:
         raise EventLogError(str(error)) from None
+    outside = [page for page in properties.reserved_pages if page >= workload.limits.pool_pages]
+    if outside:
+        raise EventLogError(
+            f"{where}: field 'target': reserved page {outside[0]} lies outside the pool of "
+            f"{workload.limits.pool_pages} pages (ids 0 to {workload.limits.pool_pages - 1})"
+        )
     if not properties.policy:
         raise EventLogError(
             f"{where}: field 'target': missing field 'policy' (a log declares "
@@ -175,3 +181,14 @@ def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
         raise EventLogError(
             f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(sorted(known))})"
         )
+
+
+def check_engine_ids(event: IterationEvent, known: set[str], where: str) -> None:
+    """``arrived`` and ``waiting`` are the engine's own records: only the workload's requests."""
+    for name in ("arrived", "waiting"):
+        unknown = [rid for rid in getattr(event, name) if rid not in known]
+        if unknown:
+            raise EventLogError(
+                f"{where}: field '{name}' names {unknown[0]!r}, which is not a request of the "
+                "header's workload"
+            )

@@ -22,11 +22,12 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
 from kvsched.checks.targets import wire
 
 _TAIL_BYTES = 2000
+_READ_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ class HostProcess:
         for fd in (self._to_host, self._from_host, *self._outputs):
             os.set_blocking(fd, False)
         self._buffer = bytearray()
+        self._poller = select.poll()
+        for fd in (self._from_host, *self._outputs):
+            self._poller.register(fd, select.POLLIN)
+        self._poller.register(self._to_host, 0)
         self.closed = False
 
     def exchange(self, frame: bytes, doing: str, seconds: float | None = None) -> bytes:
@@ -115,7 +120,7 @@ class HostProcess:
         seconds = self.confinement.call_seconds if seconds is None else seconds
         started = time.monotonic()
         call_ends = started + seconds
-        pending = memoryview(frame)
+        pending = self._send_now(memoryview(frame), doing)
         while True:
             payload = self._take_frame(doing)
             if payload is not None and not pending:
@@ -135,24 +140,29 @@ class HostProcess:
                 )
             pending = self._pump(pending, min(call_ends, self.budget_ends) - now, doing)
 
+    def _send_now(self, pending: memoryview, doing: str) -> memoryview:
+        """What is left of ``pending`` after writing what the pipe takes without waiting."""
+        try:
+            return pending[os.write(self._to_host, pending) :] if pending else pending
+        except BlockingIOError:
+            return pending
+        except BrokenPipeError:
+            self._died(doing)
+
     def _pump(self, pending: memoryview, seconds: float, doing: str) -> memoryview:
         """Wait up to ``seconds`` for anything to read or room to write; handle what came."""
-        poller = select.poll()
-        poller.register(self._from_host, select.POLLIN)
-        for fd in self._outputs:
-            poller.register(fd, select.POLLIN)
-        if pending:
-            poller.register(self._to_host, select.POLLOUT)
-        for fd, events in poller.poll(max(seconds, 0.0) * 1000):
+        self._poller.modify(self._to_host, select.POLLOUT if pending else 0)
+        for fd, events in self._poller.poll(max(seconds, 0.0) * 1000):
             if fd == self._to_host:
-                try:
-                    pending = pending[os.write(fd, pending) :]
-                except BrokenPipeError:
-                    self._died(doing)
+                pending = self._send_now(pending, doing)
             elif fd in self._outputs:
                 self._drain(fd, doing)
             else:
-                chunk = os.read(fd, 1 << 20) if events & (select.POLLIN | select.POLLHUP) else b""
+                # 64 KiB: os.read allocates the whole size first, and a bigger buffer is a fresh
+                # mmap per read, which costs more than the answer itself.
+                chunk = (
+                    os.read(fd, _READ_BYTES) if events & (select.POLLIN | select.POLLHUP) else b""
+                )
                 if not chunk:
                     self._died(doing)
                 self._buffer += chunk
@@ -189,7 +199,7 @@ class HostProcess:
                 f"to stdout and stderr, the limit{self.tail()}"
             )
 
-    def _died(self, doing: str) -> None:
+    def _died(self, doing: str) -> NoReturn:
         self._process.wait()  # the pipe closed: the process is ending
         for fd in list(self._outputs):
             self._drain_rest(fd)
@@ -258,7 +268,7 @@ class _Tail:
 
 
 def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:
-    """``command`` under bubblewrap: no network, the filesystem read-only, a private /tmp."""
+    """``command`` under bubblewrap: no network, no other process in sight, all files read-only."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise FileNotFoundError("bwrap")
@@ -267,7 +277,6 @@ def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
-        "--tmpfs", "/tmp",
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
