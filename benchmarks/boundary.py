@@ -58,7 +58,7 @@ class HostBoundary:
     def setup(self) -> None:
         try:
             remote = importlib.import_module("kvsched.checks.targets.remote")
-            process = importlib.import_module("kvsched.checks.targets.process")
+            process = importlib.import_module("kvsched.checks.targets.confinement")
         except ImportError as error:
             raise NotImplementedError(f"no host process in this kvsched: {error}") from None
         spec = "kvsched.reference:ContinuousScheduler"

@@ -177,7 +177,7 @@ def kvsched_check() -> Any:
     """
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
-    from kvsched.checks.targets.process import Confinement
+    from kvsched.checks.targets.confinement import Confinement
 
     def check(target: str, **options: Any) -> Any:
         timeout = options.get("timeout", CheckOptions.timeout)
@@ -213,7 +213,7 @@ def _load(config: pytest.Config, target: str) -> Any:
 
 
 def _confinement(config: pytest.Config) -> Any:
-    from kvsched.checks.targets.process import Confinement
+    from kvsched.checks.targets.confinement import Confinement
 
     return Confinement(
         call_seconds=config.getoption("kvsched_timeout"),

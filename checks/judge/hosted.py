@@ -1,7 +1,7 @@
 """Judging a target that runs in its own process: the way ``kvsched check`` and the plugin judge.
 
 kvsched never imports the target. :class:`~kvsched.checks.targets.remote.RemoteTarget` loads it
-in a host process under a :class:`~kvsched.checks.targets.process.Confinement`, and
+in a host process under a :class:`~kvsched.checks.targets.confinement.Confinement`, and
 :func:`~.check.check_target` judges the proxies it hands back, here, with the engine, the
 monitor and Hypothesis of this process. If the host dies, hangs, writes too much or garbles the
 wire, or the overall budget runs out, the check stops with a PROTO-1 verdict that says what
@@ -18,8 +18,9 @@ from dataclasses import replace
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, Target, load_target
-from kvsched.checks.targets.process import Confinement, HostFailure
+from kvsched.checks.targets.process import HostFailure
 from kvsched.checks.targets.remote import HostDeadline, RemoteTarget
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
 
@@ -46,7 +47,8 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
         report = Report(spec, (verdict,), seconds=time.monotonic() - started)
     finally:
         remote.close()
-    return replace(report, notes=(*report.notes, confinement.describe()))
+    seconds = time.monotonic() - started  # starting the host and importing the target count too
+    return replace(report, seconds=seconds, notes=(*report.notes, confinement.describe()))
 
 
 def reference_policy(spec: str) -> str:

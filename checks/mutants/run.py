@@ -18,8 +18,8 @@ from typing import Protocol
 
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.judge.hosted import check_hosted
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import load_target
-from kvsched.checks.targets.process import Confinement
 from kvsched.checks.verdict.report import Report
 
 

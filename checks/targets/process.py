@@ -2,7 +2,7 @@
 
 :class:`HostProcess` starts :mod:`.host` in a new session (so ``killpg`` ends everything the
 target started), under memory and CPU rlimits, with the target's stdout and stderr on pipes this
-side drains while it waits and caps at :attr:`Confinement.output_bytes`. Each exchange sends one
+side drains while it waits and caps (:mod:`.confinement` holds the limits). Each exchange sends one
 frame and waits for one answer until the call's deadline or the check's budget, whichever comes
 first. Whatever goes wrong on that side (the process died, hung, wrote too much, sent a frame that
 is not one) ends the process and raises :class:`HostFailure`, a ``BaseException``: the check stops
@@ -15,45 +15,20 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import NoReturn
 
 from kvsched.checks.targets import wire
+from kvsched.checks.targets.confinement import Confinement, bwrap_command
 
 _TAIL_BYTES = 2000
 _READ_BYTES = 1 << 16
-
-
-@dataclass(frozen=True)
-class Confinement:
-    """The limits a target runs under; every verdict on a hosted target states them."""
-
-    call_seconds: float = 10.0
-    """Wall-clock seconds one call (or the import) may take."""
-    budget_seconds: float = 600.0
-    """Wall-clock seconds the whole check may spend waiting on the target."""
-    memory_mb: int = 2048
-    """The host's address-space limit (RLIMIT_AS)."""
-    output_bytes: int = 1024 * 1024
-    """How much the target may write to stdout and stderr together."""
-    sandbox: Literal["none", "bwrap"] = "none"
-    """``bwrap``: run the host in bubblewrap, without network, on a read-only filesystem."""
-
-    def describe(self) -> str:
-        jail = (
-            ", in bubblewrap (no network, read-only filesystem)" if self.sandbox == "bwrap" else ""
-        )
-        return (
-            f"The target ran in a separate process{jail}: {self.call_seconds:g} s per call, "
-            f"{self.budget_seconds:g} s for the whole check, {self.memory_mb} MiB of memory, "
-            f"{self.output_bytes} bytes of output."
-        )
+_EXIT_GRACE_SECONDS = 2.0
+"""How long a host whose wire closed may take to exit before it counts as having closed it."""
 
 
 class HostFailure(BaseException):
@@ -61,7 +36,7 @@ class HostFailure(BaseException):
 
 
 class BudgetSpent(HostFailure):
-    """The check's overall budget ran out while waiting on the target."""
+    """The check's overall budget ran out; noticed while waiting on the target."""
 
 
 class HostProcess:
@@ -200,7 +175,15 @@ class HostProcess:
             )
 
     def _died(self, doing: str) -> NoReturn:
-        self._process.wait()  # the pipe closed: the process is ending
+        """The wire closed: the process ended, or the target closed kvsched's pipes itself."""
+        try:
+            self._process.wait(timeout=_EXIT_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise HostFailure(
+                f"during {doing} the target closed kvsched's wire and went on running; only "
+                f"kvsched's host may use it{self.tail()}"
+            ) from None
         for fd in list(self._outputs):
             self._drain_rest(fd)
         code = self._process.returncode
@@ -265,20 +248,3 @@ class _Tail:
         data = b"".join(self._chunks)[-_TAIL_BYTES:]
         shown = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
         return f"The target's {self.name} ({self.total} bytes), last lines:\n{shown.rstrip()}"
-
-
-def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:
-    """``command`` under bubblewrap: no network, no other process in sight, all files read-only."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise FileNotFoundError("bwrap")
-    return [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        *command,
-    ]  # fmt: skip

@@ -22,10 +22,11 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from kvsched.checks.targets import wire
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import LearnerSolution
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError
-from kvsched.checks.targets.process import Confinement, HostFailure, HostProcess
+from kvsched.checks.targets.process import HostFailure, HostProcess
 from kvsched.spec.properties import PropertiesError, parse_properties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
 from kvsched.spec.vocabulary import POLICY_NAMES

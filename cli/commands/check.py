@@ -68,7 +68,8 @@ def register(subparsers: Any) -> None:
         type=float,
         default=600.0,
         metavar="SECONDS",
-        help="seconds the whole check may spend waiting on the target; default 600",
+        help="wall-clock seconds for the whole check of a target, kvsched's own work included; "
+        "default 600",
     )
     limits.add_argument(
         "--memory-mb",
@@ -114,8 +115,8 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
     from kvsched.checks.judge.check import CheckOptions, save_failing_workloads
     from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.targets.confinement import Confinement
     from kvsched.checks.targets.load import TargetError
-    from kvsched.checks.targets.process import Confinement
     from kvsched.checks.verdict.files import write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.spec.workload import load_workload
