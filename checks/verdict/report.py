@@ -63,7 +63,7 @@ class Evidence:
         elif self.monitor_runs > fixed:
             parts.append(f"monitor over {plural(self.monitor_runs - fixed, 'more run')}")
         if self.watchdog:
-            parts.append("the watchdog ended the check in a call into the target")
+            parts.append("kvsched stopped the target's process (the finding says why)")
         if invariant in self.proved:
             parts.append(f"Z3 induction, all iterations ({self.proof_requests} requests)")
         return "; ".join(parts) or "not exercised"
