@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .percentiles import DEFAULT_PERCENTILE_METHOD, PercentileMethod, percentile_method
+
 WORKLOAD_FORMAT = 1
 
 
@@ -47,6 +49,8 @@ class Workload:
     limits: Limits
     requests: tuple[Request, ...]
     description: str = ""
+    percentile_method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
+    """How its P50 and P95 waits are taken (section 7.4): the convention its figures use."""
 
     def request(self, request_id: str) -> Request:
         for request in self.requests:
@@ -65,7 +69,7 @@ def peak_pages(request: Request, page_size: int) -> int:
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
-_TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
+_TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
 _LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
 _REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
 
@@ -102,18 +106,39 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
+    try:
+        method = percentile_method(
+            document.get("percentile_method", DEFAULT_PERCENTILE_METHOD),
+            f"{source}: field 'percentile_method'",
+        )
+    except ValueError as error:
+        raise WorkloadError(str(error)) from None
     limits = _parse_limits(document["limits"], source)
     requests = _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)
-    return Workload(name=name, limits=limits, requests=requests, description=description)
+    return Workload(
+        name=name,
+        limits=limits,
+        requests=requests,
+        description=description,
+        percentile_method=method,
+    )
 
 
 def workload_to_json(workload: Workload) -> dict[str, Any]:
-    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged."""
-    return {
+    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged.
+
+    The percentile method is written only when it is not the default, so files that never
+    declared one stay as they were.
+    """
+    document: dict[str, Any] = {
         "format": WORKLOAD_FORMAT,
         "name": workload.name,
         "description": workload.description,
+    }
+    if workload.percentile_method != DEFAULT_PERCENTILE_METHOD:
+        document["percentile_method"] = workload.percentile_method
+    return document | {
         "limits": {
             "batch_limit": workload.limits.batch_limit,
             "page_size": workload.limits.page_size,
