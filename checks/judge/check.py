@@ -34,7 +34,14 @@ from kvsched.checks.targets.deadline import Deadline, Watch
 from kvsched.checks.targets.isolation import Died, Done, Stuck, isolation_available, run_isolated
 from kvsched.checks.targets.learner import POLICIES, learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
-from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
+from kvsched.checks.verdict.report import (
+    Evidence,
+    FailingWorkload,
+    Report,
+    Verdict,
+    build_verdict,
+    with_allocator,
+)
 from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
@@ -60,6 +67,8 @@ class CheckOptions:
     max_examples: int | None = None
     hypothesis: bool = True
     teaching_trace: bool = True
+    strict_inputs: bool = False
+    """Grade what ``allocate_kv_pages`` does outside the exercise's inputs (else advice)."""
     timeout: float = 10.0
     """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
     proof_requests: int = 5
@@ -117,16 +126,15 @@ def check_target(target: Target, options: CheckOptions, watch: Watch | None = No
         solution = target.solution
         allocator = None
         if solution.allocate_kv_pages is not None:
-            allocator = check_allocator(solution.allocate_kv_pages, deadline)
+            allocator = check_allocator(solution.allocate_kv_pages, deadline, options.strict_inputs)
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICIES:
                 factory = learner_factory(solution.schedule_iteration, policy)
-                verdicts.append(
-                    check_scheduler(
-                        target.spec, "learner", factory, policy, None, options, deadline
-                    )
+                verdict = check_scheduler(
+                    target.spec, "learner", factory, policy, None, options, deadline
                 )
+                verdicts.append(with_allocator(verdict, allocator))
         notes = (
             ()
             if solution.schedule_iteration
