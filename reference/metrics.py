@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.percentiles import DEFAULT_PERCENTILE_METHOD, PercentileMethod
+from kvsched.spec.vocabulary import DEFAULT_PERCENTILE_METHOD, PercentileMethod
 from kvsched.spec.workload import Workload
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .percentiles import PercentileMethod
+from .vocabulary import PercentileMethod
 from .workload import Workload, load_workload
 
 TEACHING_TRACE = Path(__file__).parent / "traces" / "teaching.json"

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .percentiles import DEFAULT_PERCENTILE_METHOD, PercentileMethod, percentile_method
+from .vocabulary import (
+    DEFAULT_PERCENTILE_METHOD,
+    PERCENTILE_METHODS,
+    PercentileMethod,
+    is_percentile_method,
+)
 
 WORKLOAD_FORMAT = 1
 
@@ -106,13 +111,12 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
-    try:
-        method = percentile_method(
-            document.get("percentile_method", DEFAULT_PERCENTILE_METHOD),
-            f"{source}: field 'percentile_method'",
+    method = document.get("percentile_method", DEFAULT_PERCENTILE_METHOD)
+    if not is_percentile_method(method):
+        raise WorkloadError(
+            f"{source}: field 'percentile_method' is {method!r}, not one of numpy's percentile "
+            f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
         )
-    except ValueError as error:
-        raise WorkloadError(str(error)) from None
     limits = _parse_limits(document["limits"], source)
     requests = _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import z3
 
-from kvsched.spec.percentiles import DEFAULT_PERCENTILE_METHOD, PercentileMethod
 from kvsched.spec.teaching import (
     PUBLISHED,
     STORYBOARD_A_FINISHES,
     STORYBOARD_D_JOINS_CONTINUOUS,
 )
+from kvsched.spec.vocabulary import DEFAULT_PERCENTILE_METHOD, PercentileMethod
 
 NAMES = "abcdefghi"
 BATCH_LIMIT = 3

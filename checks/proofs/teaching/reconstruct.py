@@ -33,12 +33,12 @@ from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.engine import run
 from kvsched.reference.metrics import compute_metrics
 from kvsched.reference.static import StaticScheduler
-from kvsched.spec.percentiles import PERCENTILE_METHODS, PercentileMethod
 from kvsched.spec.teaching import (
     LESSON_PERCENTILE_METHOD,
     PUBLISHED,
     STORYBOARD_FIRST_BATCH_PAGES,
 )
+from kvsched.spec.vocabulary import PERCENTILE_METHODS, PercentileMethod
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
 PAGE_SIZE = 16
