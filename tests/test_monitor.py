@@ -12,16 +12,16 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from quality.mutants import (
+
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.batching import (
     DecodesTwice,
     FinishesTwice,
     IgnoresBatchLimit,
-    LeakOnFinish,
     StaticAdmitsMidBatch,
     TokenForWaitingRequest,
 )
-
-from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.paging import LeakOnFinish
 from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.scheduler import Sequence
 from kvsched.spec.invariants import CATALOGUE
@@ -68,8 +68,8 @@ def test_reference_checks_clean_on_the_teaching_trace(policy: str) -> None:
 
 
 # Mutants of the reference, one broken rule each -------------------------------------------------
-# A bug planted exactly as in the mutant zoo comes from there (quality/mutants.py). The ones below
-# differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
+# A bug planted exactly as in the mutant zoo comes from there (kvsched.checks.mutants). The ones
+# below differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
 # iteration, requests and pages the table expects.
 
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from kvsched.checks.judge.check import CheckOptions, check_target
-from kvsched.checks.mutants.run import check_mutant, load_zoo, reported_ids
+from kvsched.checks.mutants.run import check_mutant, reported_ids
+from kvsched.checks.mutants.zoo import ZOO
 from kvsched.checks.targets.load import load_target
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.workload import load_workload
-
-ZOO = load_zoo(Path(__file__).with_name("zoo.py"))
 
 REQUIRED_BUG_CLASSES = (
     "off-by-one rounding", "page in two tables", "leak on finish", "reuse before free",
