@@ -206,9 +206,9 @@ class _Trial:
         return monitor_run(run(workload, self.factory, policy=self.policy), self.properties)
 
     def search(self, invariant: str | None = None) -> SearchResult:
-        from kvsched.checks.search.explore import (
-            search,  # Hypothesis is imported only when it is used
-        )
+        # Hypothesis is imported only when it is used.
+        from kvsched.checks.search.explore import search
+        from kvsched.checks.search.strategies import workloads
 
         self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
         options = self.options
@@ -219,6 +219,8 @@ class _Trial:
             options.max_examples,
             properties=self.properties,
             invariant=invariant,
+            # Looking for a smaller witness of a known violation: small workloads only.
+            strategy=None if invariant is None else workloads(),
         )
 
     def minimise(

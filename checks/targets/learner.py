@@ -226,15 +226,31 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _copy_value(value: Any) -> Any:
-    if value is None or type(value) in (int, str, bool, float):
+    kind = type(value)
+    if kind in _ATOMIC:
         return value
-    if type(value) is list:
+    if kind is list:
         if all(type(item) is int for item in value):
-            return list(value)
-        return [_copy_value(item) for item in value]
-    if type(value) is dict:
+            return value.copy()
+        return [_copy_record(item) if type(item) is dict else _copy_value(item) for item in value]
+    if kind is dict:
         return {key: _copy_value(item) for key, item in value.items()}
     return copy.deepcopy(value)
+
+
+def _copy_record(record: dict[Any, Any]) -> dict[Any, Any]:
+    """A request dict: flat values and a list of page ids, copied without recursion."""
+    copied = record.copy()
+    for key, item in copied.items():
+        kind = type(item)
+        if kind is list and all(type(page) is int for page in item):
+            copied[key] = item.copy()
+        elif kind not in _ATOMIC:
+            copied[key] = _copy_value(item)
+    return copied
+
+
+_ATOMIC = (int, str, bool, float, type(None))
 
 
 def _is_int(value: Any) -> bool:
