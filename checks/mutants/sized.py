@@ -8,6 +8,8 @@ an allocator that is wrong only above 2**53, is a learner's file (``learner/bugg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.pool import PagePool
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
@@ -33,7 +35,7 @@ class LeakInACrowd(ContinuousScheduler):
 class _CrowdLeakyPool(PagePool):
     crowded = False
 
-    def free(self, owner: str, pages: list[int]) -> None:
+    def free(self, owner: str, pages: Sequence[int]) -> None:
         if not self.crowded:
             super().free(owner, pages)
             return
