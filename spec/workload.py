@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from .strict_json import decode_json
+from .vocabulary import (
+    DEFAULT_PERCENTILE_METHOD,
+    PERCENTILE_METHODS,
+    PercentileMethod,
+    is_percentile_method,
+)
 
 WORKLOAD_FORMAT = 1
 
@@ -48,6 +54,8 @@ class Workload:
     limits: Limits
     requests: tuple[Request, ...]
     description: str = ""
+    percentile_method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
+    """How its P50 and P95 waits are taken (section 7.4): the convention its figures use."""
 
     def request(self, request_id: str) -> Request:
         for request in self.requests:
@@ -77,7 +85,7 @@ def peak_pages(request: Request, page_size: int) -> int:
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
-_TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
+_TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
 
 # Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
 # finite and every structure small: the engine steps through each iteration up to the last
@@ -131,18 +139,38 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
+    method = document.get("percentile_method", DEFAULT_PERCENTILE_METHOD)
+    if not is_percentile_method(method):
+        raise WorkloadError(
+            f"{source}: field 'percentile_method' is {method!r}, not one of numpy's percentile "
+            f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
+        )
     limits = _parse_limits(document["limits"], source)
     requests = _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)
-    return Workload(name=name, limits=limits, requests=requests, description=description)
+    return Workload(
+        name=name,
+        limits=limits,
+        requests=requests,
+        description=description,
+        percentile_method=method,
+    )
 
 
 def workload_to_json(workload: Workload) -> dict[str, Any]:
-    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged."""
-    return {
+    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged.
+
+    The percentile method is written only when it is not the default, so files that never
+    declared one stay as they were.
+    """
+    document: dict[str, Any] = {
         "format": WORKLOAD_FORMAT,
         "name": workload.name,
         "description": workload.description,
+    }
+    if workload.percentile_method != DEFAULT_PERCENTILE_METHOD:
+        document["percentile_method"] = workload.percentile_method
+    return document | {
         "limits": {
             "batch_limit": workload.limits.batch_limit,
             "page_size": workload.limits.page_size,
