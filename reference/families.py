@@ -30,8 +30,16 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
-from kvsched.spec.workload import Limits, Request, Workload, peak_pages
+from kvsched.spec.workload import (
+    Limits,
+    Request,
+    Workload,
+    WorkloadError,
+    load_workload,
+    peak_pages,
+)
 
 ARRIVALS = ("poisson", "bursty")
 LENGTHS = ("short", "long", "heavy")
@@ -81,6 +89,29 @@ def family_named(name: str) -> Family:
     except KeyError:
         known = ", ".join([*FAMILIES, SCALE.name])
         raise ValueError(f"unknown workload family {name!r} (known: {known})") from None
+
+
+SPEC_FORM = "a workload file, or family:NAME:SIZE[:SEED] for a seeded family"
+"""What every command's WORKLOAD argument accepts, in words for its help."""
+
+
+def workload_from_spec(spec: str | Path) -> Workload:
+    """A workload file, or ``family:NAME:SIZE[:SEED]`` (seed 0 by default) generated here."""
+    text = str(spec)
+    if not text.startswith("family:"):
+        return load_workload(spec)
+    parts = text.split(":")[1:]
+    if len(parts) not in (2, 3):
+        raise WorkloadError(f"{text}: write family:NAME:SIZE or family:NAME:SIZE:SEED")
+    name, *numbers = parts
+    bad = [n for n in numbers if not n.isdigit()]
+    if bad:
+        raise WorkloadError(f"{text}: '{bad[0]}' is not a non-negative integer (SIZE and SEED are)")
+    size, seed = int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else 0
+    try:
+        return generate(name, size, seed)
+    except ValueError as error:
+        raise WorkloadError(f"{text}: {error}") from None
 
 
 def generate(family: Family | str, size: int, seed: int) -> Workload:

@@ -227,10 +227,10 @@ class _Trial:
         self, workload: Workload, finding: Finding, source: str
     ) -> tuple[FailingWorkload, Finding]:
         """The smallest workload breaking ``finding.invariant``: shrunk, or found by Hypothesis."""
-        if self.deadline.expired or workload is self.options.workload:
-            # A given workload is replayed as it is; after a hang, each shrinking step could
-            # hang again, so the hang is shown where it happened.
-            saved = self.options.workload_file if workload is self.options.workload else ""
+        given = workload is self.options.workload
+        saved = self.options.workload_file if given else ""
+        if self.deadline.expired:
+            # After a hang, each shrinking step could hang again: shown where it happened.
             return FailingWorkload(workload, source, saved_to=saved), finding
         invariant = finding.invariant
 
@@ -239,6 +239,8 @@ class _Trial:
             return found is not None and found.invariant == invariant
 
         smallest = shrink_workload(workload, still_fails)
+        if smallest == workload and given:
+            return FailingWorkload(workload, source, saved_to=saved), finding
         found_by = f"{source}, shrunk" if smallest != workload else source
         blob = ""
         if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:

@@ -33,7 +33,11 @@ def register(subparsers: Any) -> None:
         help="package.module:Class, path/to/file.py:Class, path/to/solution.py (a learner's "
         "allocate_kv_pages and schedule_iteration) or path/to/log.jsonl",
     )
-    parser.add_argument("--workload", type=Path, help="also replay this workload file, first")
+    parser.add_argument(
+        "--workload",
+        help="also replay this workload first: a file, or family:NAME:SIZE[:SEED] for a seeded "
+        "family",
+    )
     parser.add_argument(
         "--policy",
         choices=POLICY_NAMES,
@@ -99,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
     from kvsched.checks.targets.load import EventLogTarget, TargetError, load_target
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
-    from kvsched.spec.workload import load_workload
+    from kvsched.reference.families import workload_from_spec
 
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
@@ -111,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
         target = Deadline(args.timeout).call(f"importing {args.target}", load_target, args.target)
     except (TargetError, CallTimeout, TargetExit) as error:
         raise UsageError(str(error)) from None
-    workload = load_workload(args.workload) if args.workload else None
+    workload = workload_from_spec(args.workload) if args.workload else None
     if workload is not None and isinstance(target, EventLogTarget):
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     options = CheckOptions(
