@@ -80,6 +80,26 @@ SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
 """The large-replay shape: batch limit 256, mean output about 200 tokens."""
 
 
+CHECK_FAMILIES = (
+    Family("check-bursty-short-tight", "bursty", "short", "tight", batch_limit=64),
+    Family("check-poisson-heavy-tight", "poisson", "heavy", "tight", batch_limit=256),
+)
+"""Realistic sizes every ``kvsched check`` of a scheduler class replays through the monitor,
+whatever the Hypothesis profile: 1,000 requests each (:data:`CHECK_SIZE`), batches of 64 and
+256, pools that bind."""
+CHECK_SIZE = 1000
+CHECK_SOURCE = (
+    f"{len(CHECK_FAMILIES)} seeded families of {CHECK_SIZE:,} requests "
+    f"(batch limits {' and '.join(str(f.batch_limit) for f in CHECK_FAMILIES)})"
+)
+"""The families in words, as a check's evidence names them."""
+
+
+def check_workloads() -> tuple[Workload, ...]:
+    """The workloads of :data:`CHECK_FAMILIES`, seed 0."""
+    return tuple(generate(family, CHECK_SIZE, 0) for family in CHECK_FAMILIES)
+
+
 def family_named(name: str) -> Family:
     """The family called ``name`` (one of :data:`FAMILIES`, or ``scale``)."""
     if name == SCALE.name:
