@@ -14,11 +14,10 @@ from typing import Any
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.strict_json import parse_json_text
+from kvsched.spec.strict_json import json_kind, parse_json_text
 from kvsched.spec.workload import (
     Workload,
     WorkloadError,
-    json_kind,
     parse_workload,
 )
 

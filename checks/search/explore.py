@@ -37,7 +37,7 @@ from kvsched.checks.search.counterexample import (
     parse_reproduce,
     reproduce_line,
 )
-from kvsched.checks.search.profiles import profile_settings
+from kvsched.checks.search.profiles import profile_settings, use_kvsched_cache
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
 from kvsched.checks.search.strategies import search_workloads
 from kvsched.reference.engine import Run, run
@@ -122,6 +122,7 @@ def search(
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
     """
     config = _settings(profile, max_examples)
+    use_kvsched_cache()
     examples = 0
     locked = invariant
 
@@ -195,6 +196,7 @@ def run_stateful(
     """
     machine = state_machine(factory, policy, properties=properties, compare=compare)
     config = _settings(profile, max_examples)
+    use_kvsched_cache()
     try:
         run_state_machine_as_test(machine, settings=config)
     except (StatefulFailure, BaseExceptionGroup) as error:

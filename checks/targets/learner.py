@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Limits, Request
+from kvsched.spec.workload import Limits, Request, pages_for
 
 STATE_KEYS = ("waiting", "running", "finished", "free_pages")
 
@@ -27,6 +27,8 @@ AllocateKvPages = Callable[..., Any]
 
 class LearnerStateError(Exception):
     """The state a learner's ``schedule_iteration`` returned cannot be read (PROTO-1)."""
+
+    call = "schedule_iteration"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,12 @@ def initial_state(limits: Limits) -> dict[str, Any]:
     }
 
 
+class LearnerRaised(Exception):
+    """The learner's ``schedule_iteration`` raised; the verdict names it, not ``schedule()``."""
+
+    call = "schedule_iteration"
+
+
 class LearnerScheduler:
     """Drives a learner's ``schedule_iteration`` through the scheduler protocol."""
 
@@ -102,7 +110,11 @@ class LearnerScheduler:
             "page_size": self._limits.page_size,
             "pool_pages": self._limits.pool_pages,
         }
-        after = _readable_state(self._schedule_iteration(given, limits, self.policy))
+        try:
+            returned = self._schedule_iteration(given, limits, self.policy)
+        except Exception as error:
+            raise LearnerRaised(_likely_cause(given, self._limits)) from error
+        after = _readable_state(returned)
         after = _copy_state(after)  # the learner may keep and change what it returned
         after["iteration"] = given["iteration"]
         batch, outcome = _decision(before, after)
@@ -214,6 +226,29 @@ def _check_record(record: Any, where: str) -> None:
         raise LearnerStateError(
             f"{label}: 'pages' must be a list of page ids (ints), got {pages!r}"
         )
+
+
+def _likely_cause(state: Any, limits: Limits) -> str:
+    """A cause the crash followed from, read off the state the learner changed before raising.
+
+    Admitting requests whose peak pages together exceed the pool (section 3.2) empties the free
+    list later, where the crash shows; naming the admission points at the line to fix.
+    """
+    try:
+        running = [r for r in state["running"] if isinstance(r, dict)]
+        peaks = sum(
+            pages_for(r["prompt_tokens"] + r["output_tokens"], limits.page_size) for r in running
+        )
+    except (KeyError, TypeError):
+        return ""
+    if peaks <= limits.pool_pages:
+        return ""
+    ids = ", ".join(str(r.get("id")) for r in running)
+    return (
+        f"likely cause: the running requests ({ids}) need {peaks} pages at their peaks, more "
+        f"than the pool's {limits.pool_pages}; admission must count each request's peak pages "
+        "(spec/learner.md, PAGE-5)"
+    )
 
 
 def _copy_state(state: dict[str, Any]) -> dict[str, Any]:

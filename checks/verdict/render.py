@@ -17,6 +17,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.text import describe_event, describe_workload
+from kvsched.spec.vocabulary import is_policy
 from kvsched.spec.workload import workload_to_json
 
 
@@ -44,7 +45,16 @@ def render_table(report: Report, reproduce: str = "") -> str:
     for verdict in report.verdicts:
         blocks.append(_render_verdict(verdict, reproduce))
     blocks.extend(report.notes)
-    outcome = "every invariant holds" if report.ok else "VIOLATION found"
+    undeclared = any(
+        not is_policy(v.policy) and any(r.status == NOT_APPLICABLE for r in v.invariants)
+        for v in report.verdicts
+    )
+    if not report.ok:
+        outcome = "VIOLATION found"
+    elif undeclared:
+        outcome = "every invariant checked holds; some were not checked (no policy declared)"
+    else:
+        outcome = "every invariant holds"
     blocks.append(f"{report.target}: {outcome} ({report.seconds:.1f} s)")
     return "\n\n".join(blocks)
 
@@ -71,7 +81,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     lines = [
         "",
         f"{finding.invariant} violated{when}: {BY_ID[finding.invariant].title}.",
-        f"  {finding.message}",
+        *(f"  {line}" for line in finding.message.splitlines()),
     ]
     failing = verdict.counterexample
     if failing is not None:

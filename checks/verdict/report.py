@@ -210,6 +210,9 @@ def build_verdict(
         else:
             how = evidence.describe(invariant.id)
         rows.append(InvariantVerdict(invariant.id, invariant.title, status, how))
+    skipped = [i.id for i in CATALOGUE if i.id not in applicable_ids]
+    if not is_policy(policy) and skipped:
+        notes = (*notes, undeclared_policy_note(skipped))
     return Verdict(
         target=target,
         kind=kind,
@@ -222,7 +225,16 @@ def build_verdict(
     )
 
 
+def undeclared_policy_note(skipped: list[str]) -> str:
+    """What a target that declares no policy was not checked on, and how to declare one."""
+    return (
+        f"Not checked: {', '.join(skipped)}, which constrain a batching policy, and this target "
+        'declares none. Declare it with a class attribute (policy = "static" or policy = '
+        '"continuous") or pass --policy static|continuous (spec/protocol.py).'
+    )
+
+
 def _why_not(policy: str) -> str:
     if is_policy(policy):
         return f"does not constrain {policy} batching"
-    return "the target declares no policy it constrains"
+    return "NOT CHECKED: no policy declared (see the note below)"

@@ -34,7 +34,11 @@ def register(subparsers: Any) -> None:
         help="package.module:Class, path/to/file.py:Class, path/to/solution.py (a learner's "
         "allocate_kv_pages and schedule_iteration) or path/to/log.jsonl",
     )
-    parser.add_argument("--workload", type=Path, help="also replay this workload file, first")
+    parser.add_argument(
+        "--workload",
+        help="also replay this workload first: a file, or family:NAME:SIZE[:SEED] for a seeded "
+        "family",
+    )
     parser.add_argument(
         "--policy",
         choices=POLICY_NAMES,
@@ -126,14 +130,14 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.targets.load import TargetError
     from kvsched.checks.verdict.files import write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
-    from kvsched.spec.workload import load_workload
+    from kvsched.reference.families import workload_from_spec
 
     confinement = _confinement(args, Confinement)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
-    workload = load_workload(args.workload) if args.workload else None
+    workload = workload_from_spec(args.workload) if args.workload else None
     if workload is not None and args.target.endswith(".jsonl"):
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     options = CheckOptions(

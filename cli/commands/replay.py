@@ -14,20 +14,20 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
+from kvsched.reference.families import workload_from_spec
 from kvsched.reference.fastpath import replay, replay_scope
 from kvsched.reference.metrics import RunMetrics
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.text import id_list, page_list, plural
 from kvsched.spec.vocabulary import PERCENTILE_METHODS
-from kvsched.spec.workload import Workload, load_workload
+from kvsched.spec.workload import Workload
 
 
 def register(subparsers: Any) -> None:
@@ -40,9 +40,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "workload",
         nargs="?",
-        type=Path,
-        default=TEACHING_TRACE,
-        help="workload file (JSON, spec/schemas/workload.schema.json); default: the teaching trace",
+        default=str(TEACHING_TRACE),
+        help="a workload file (JSON, spec/schemas/workload.schema.json) or family:NAME:SIZE[:SEED] "
+        "for a seeded family; default: the teaching trace",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    workload = load_workload(args.workload)
+    workload = workload_from_spec(args.workload)
     if args.percentile:
         workload = replace(workload, percentile_method=args.percentile)
     timeline = args.format == "table" and args.timeline != "none"
