@@ -7,7 +7,7 @@ raises :class:`EventLogError` naming the file, the line and the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,12 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    # json writes tuples as arrays, but only a dict as an object: copy any other mapping.
-    return dict(value) if isinstance(value, Mapping) else value
+    # json writes tuples and lists as arrays, a dict as an object: copy any other kind.
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | tuple | list):
+        return list(value)
+    return value
 
 
 def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import z3
 
 from kvsched.checks.proofs.pages import ceil_pages, lemma_instances
+from kvsched.checks.proofs.scope import workload_scope
 from kvsched.reference.engine import arrival_order
 from kvsched.spec.workload import Limits, Request, Workload
 
@@ -98,6 +99,7 @@ def symbolic_workload(size: int, pages: PageFunction, tag: str = "w") -> Symboli
 
 def concrete_workload(workload: Workload) -> SymbolicWorkload:
     """The model of a real workload: requests in admission order, exact page arithmetic."""
+    workload_scope(workload).require("the Z3 model")
     requests = arrival_order(workload)  # the engine's own ordering (section 3.1)
     return SymbolicWorkload(
         arrival=tuple(z3.IntVal(r.arrival) for r in requests),
