@@ -180,7 +180,7 @@ def test_the_issues_inputs_are_clean_errors(tmp_path: Path) -> None:
         cases[_dump(bad, False)] = {
             "format": "must be 1",
             "pool_pages": "must be <= 1048576",
-            "arrival": "must be <= 1000000",
+            "arrival": "must be <= 100000",
             "id": "no lone surrogates",
         }[str(change[-1])]
     for data, words in cases.items():
