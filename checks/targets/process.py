@@ -246,5 +246,6 @@ class _Tail:
 
     def text(self) -> str:
         data = b"".join(self._chunks)[-_TAIL_BYTES:]
-        shown = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
+        text = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
+        shown = wire.printable(text)
         return f"The target's {self.name} ({self.total} bytes), last lines:\n{shown.rstrip()}"
