@@ -171,7 +171,8 @@ class HostProcess:
             self.kill()
             raise HostFailure(
                 f"during {doing} the target wrote more than {self.confinement.output_bytes} bytes "
-                f"to stdout and stderr, the limit{self.tail()}"
+                "to stdout and stderr, the limit (print less, or raise --output-limit)"
+                f"{self.tail()}"
             )
 
     def _died(self, doing: str) -> NoReturn:
