@@ -17,7 +17,7 @@ from typing import Any
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 from .waiting import WaitingQueue
 
@@ -54,11 +54,6 @@ def iteration_bound(workload: Workload) -> int:
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
 
-def arrival_order(workload: Workload) -> list[Request]:
-    """Requests in the order they enter the waiting queue: by arrival, ties in declared order."""
-    return sorted(workload.requests, key=lambda r: r.arrival)  # sort is stable
-
-
 def run(
     workload: Workload,
     scheduler_factory: SchedulerFactory,
@@ -71,7 +66,7 @@ def run(
     driver = SchedulerDriver(scheduler_factory, workload.limits)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
-    arrivals = arrival_order(workload)
+    arrivals = arrival_order(workload.requests)
     next_arrival = 0
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvsched.spec.workload import Workload, WorkloadError, pages_for
+from kvsched.spec.workload import Workload, WorkloadError, arrival_indices, pages_for
 
 from .engine import Run
 from .metrics import RunMetrics, admission_iterations, percentile
@@ -179,8 +179,7 @@ def replay(workload: Workload, policy: str) -> FastRun:
     prompts = [r.prompt_tokens for r in requests]
     outputs = [r.output_tokens for r in requests]
     peaks = [pages_for(p + o, limits.page_size) for p, o in zip(prompts, outputs, strict=True)]
-    # 3.1's admission order, as engine.arrival_order: by arrival, ties in declared order.
-    incoming = deque(sorted(range(len(requests)), key=lambda i: requests[i].arrival))
+    incoming = deque(arrival_indices(requests))
     admitted = array("q", bytes(8 * len(requests)))
     finished = array("q", bytes(8 * len(requests)))
 

@@ -61,6 +61,17 @@ def pages_for(tokens: int, page_size: int) -> int:
     return -(-tokens // page_size)
 
 
+def arrival_indices(requests: Sequence[Request]) -> list[int]:
+    """Positions of ``requests`` in the order they enter the waiting queue (3.1): by arrival,
+    ties in declared order."""
+    return sorted(range(len(requests)), key=lambda i: requests[i].arrival)  # sort is stable
+
+
+def arrival_order(requests: Sequence[Request]) -> list[Request]:
+    """``requests`` in the order they enter the waiting queue (3.1)."""
+    return [requests[i] for i in arrival_indices(requests)]
+
+
 def peak_pages(request: Request, page_size: int) -> int:
     """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import heapq
 
-from kvsched.reference.engine import arrival_order
 from kvsched.reference.scope import REFERENCE_POLICIES, invalid_workload
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.scope import COVERED, Scope, beyond_lesson, outside
-from kvsched.spec.workload import Workload, peak_pages
+from kvsched.spec.workload import Workload, arrival_order, peak_pages
 
 MONITOR = "the runtime monitor, kvsched check TARGET (or LOG.jsonl), which applies each declaration"
 STEPPED = "the stepped engine, kvsched.reference.engine.run, with the runtime monitor"
@@ -72,7 +71,7 @@ def teaching_scope(workload: Workload, properties: TargetProperties | None = Non
             f"{TEACHING_BATCH_LIMIT}",
             instead,
         )
-    if list(workload.requests) != arrival_order(workload):
+    if list(workload.requests) != arrival_order(workload.requests):
         return outside("its requests are not declared in arrival order", instead)
     peaks = [peak_pages(r, workload.limits.page_size) for r in workload.requests]
     fullest = sum(heapq.nlargest(TEACHING_BATCH_LIMIT, peaks))
