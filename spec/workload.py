@@ -7,12 +7,12 @@ the request and the field named. It never repairs a file silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .strict_json import decode_json, is_text, json_kind, shown
 from .vocabulary import (
     DEFAULT_PERCENTILE_METHOD,
     PERCENTILE_METHODS,
@@ -69,30 +69,57 @@ def pages_for(tokens: int, page_size: int) -> int:
     return -(-tokens // page_size)
 
 
+def arrival_indices(requests: Sequence[Request]) -> list[int]:
+    """Positions of ``requests`` in the order they enter the waiting queue (3.1): by arrival,
+    ties in declared order."""
+    return sorted(range(len(requests)), key=lambda i: requests[i].arrival)  # sort is stable
+
+
+def arrival_order(requests: Sequence[Request]) -> list[Request]:
+    """``requests`` in the order they enter the waiting queue (3.1)."""
+    return [requests[i] for i in arrival_indices(requests)]
+
+
 def peak_pages(request: Request, page_size: int) -> int:
     """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
 _TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
-_LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
-_REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
+
+# Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
+# finite and every structure small: the engine steps through each iteration up to the last
+# arrival, and a learner's state lists every free page of the pool.
+MAX_LIMIT = 65_536
+"""The most decode slots, and the largest page size."""
+MAX_POOL_PAGES = 1 << 20
+MAX_ARRIVAL = 1_000_000
+MAX_TOKENS = 1_000_000
+"""The most prompt tokens, and the most output tokens, of one request."""
+MAX_REQUESTS = 100_000
+MAX_ID_LENGTH = 256
+
+_LIMIT_FIELDS = {  # field -> (minimum, maximum)
+    "batch_limit": (1, MAX_LIMIT),
+    "page_size": (1, MAX_LIMIT),
+    "pool_pages": (1, MAX_POOL_PAGES),
+}
+_REQUEST_FIELDS = {
+    "id": None,
+    "arrival": (0, MAX_ARRIVAL),
+    "prompt_tokens": (0, MAX_TOKENS),
+    "output_tokens": (1, MAX_TOKENS),
+}
 
 
 def load_workload(path: str | Path) -> Workload:
     """Read and validate a workload file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as error:
         raise WorkloadError(f"{path}: cannot read the workload file ({error.strerror})") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise WorkloadError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
-    return parse_workload(document, source=str(path))
+    return parse_workload(decode_json(data, str(path), WorkloadError), source=str(path))
 
 
 def parse_workload(document: Any, source: str = "<workload>") -> Workload:
@@ -105,9 +132,10 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     for field in ("format", "limits", "requests"):
         if field not in document:
             raise WorkloadError(f"{source}: missing field '{field}'")
-    if document["format"] != WORKLOAD_FORMAT:
+    if type(document["format"]) is not int or document["format"] != WORKLOAD_FORMAT:
         raise WorkloadError(
-            f"{source}: field 'format' must be {WORKLOAD_FORMAT}, got {document['format']!r}"
+            f"{source}: field 'format' must be {WORKLOAD_FORMAT} (an integer), got "
+            f"{json_kind(document['format'])} {shown(document['format'])}"
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
@@ -166,10 +194,10 @@ def _parse_limits(raw: Any, source: str) -> Limits:
         raise WorkloadError(f"{where}: must be a JSON object, got {json_kind(raw)}")
     _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
     values = {}
-    for field, minimum in _LIMIT_FIELDS.items():
+    for field, bounds in _LIMIT_FIELDS.items():
         if field not in raw:
             raise WorkloadError(f"{where}: missing field '{field}'")
-        values[field] = _integer(raw[field], minimum, f"{where}: field '{field}'")
+        values[field] = _integer(raw[field], bounds, f"{where}: field '{field}'")
     return Limits(**values)
 
 
@@ -180,22 +208,28 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
         )
     if not raw:
         raise WorkloadError(f"{source}: field 'requests' is empty; a workload needs a request")
+    if len(raw) > MAX_REQUESTS:
+        raise WorkloadError(
+            f"{source}: field 'requests' holds {len(raw)} requests, more than the "
+            f"{MAX_REQUESTS} a workload may (schemas/workload.schema.json); split it"
+        )
     requests: list[Request] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         label = f"{source}: request #{index}"
         if not isinstance(item, Mapping):
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-        if "id" in item and isinstance(item["id"], str):
+        if "id" in item and is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
         _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
         request_id = item["id"]
-        if not isinstance(request_id, str) or not request_id:
+        if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
             raise WorkloadError(
-                f"{label}: field 'id' must be a non-empty string, got {request_id!r}"
+                f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
+                f"characters (UTF-8, no lone surrogates), got {shown(request_id)}"
             )
         if request_id in seen:
             raise WorkloadError(
@@ -204,9 +238,9 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             )
         seen[request_id] = index
         numbers = {
-            field: _integer(item[field], minimum, f"{label}: field '{field}'")
-            for field, minimum in _REQUEST_FIELDS.items()
-            if minimum is not None
+            field: _integer(item[field], bounds, f"{label}: field '{field}'")
+            for field, bounds in _REQUEST_FIELDS.items()
+            if bounds is not None
         }
         requests.append(Request(id=request_id, **numbers))
     return tuple(requests)
@@ -225,19 +259,28 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
             )
 
 
-def _integer(value: Any, minimum: int, where: str) -> int:
+def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {value!r}")
+    if type(value) is not int:
+        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {shown(value)}")
+    minimum, maximum = bounds
     if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {value}")
+        raise WorkloadError(f"{where} must be >= {minimum}, got {shown(value)}")
+    if value > maximum:
+        raise WorkloadError(
+            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
+            f"{shown(value)}"
+        )
     return value
 
 
 def _text(value: Any, source: str, field: str) -> str:
-    if not isinstance(value, str):
-        raise WorkloadError(f"{source}: field '{field}' must be a string, got {json_kind(value)}")
-    return value
+    if not is_text(value):
+        raise WorkloadError(
+            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
+            f"{shown(value)}"
+        )
+    return str(value)
 
 
 def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
@@ -247,16 +290,3 @@ def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: s
             f"{where}: unknown field '{unknown[0]}' in {what} "
             f"(known fields: {', '.join(sorted(known))})"
         )
-
-
-def json_kind(value: Any) -> str:
-    """The JSON name of a decoded value's type, for error messages ("integer", "array", ...)."""
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)

@@ -90,9 +90,7 @@ def test_the_shipped_trace_meets_everything_under_lower_and_not_under_linear() -
 
     for method, expected in (("lower", z3.sat), ("linear", z3.unsat)):
         model = teaching_model.TeachingModel(method=method)
-        for k, request in enumerate(TRACE.requests):
-            model.solver.add(model.arrival[k] == request.arrival)
-            model.solver.add(model.output[k] == request.output_tokens)
+        model.pin(TRACE)
         model.solver.add(*teaching_trace.everything(model))
         assert model.solver.check() == expected, method
 
@@ -134,8 +132,7 @@ def test_closed_forms_agree_with_the_reference() -> None:
         outputs = [rng.randint(1, 30) for _ in teaching_model.NAMES]
         workload = teaching_trace.build_workload(arrivals, outputs)
         model = teaching_model.TeachingModel()
-        for k in range(len(teaching_model.NAMES)):
-            model.solver.add(model.arrival[k] == arrivals[k], model.output[k] == outputs[k])
+        model.pin(workload)
         assert model.solver.check() == z3.sat
         solution = model.solver.model()
         for policy, scheduler in POLICIES.items():

@@ -30,7 +30,7 @@ def test_a_family_spec_is_a_workload_everywhere(
     assert "bursty-short-tight-n30-s0: 30 requests" in capsys.readouterr().out
     argv = ["check", LEAK, "--workload", "family:bursty-short-tight:100:1", "--no-hypothesis"]
     saved = str(tmp_path / "saved")
-    assert cli.main([*argv, "--z3-requests", "0", "--in-process", "--save-dir", saved]) == 1
+    assert cli.main([*argv, "--z3-requests", "0", "--save-dir", saved]) == 1
     assert "Smallest failing workload (the given workload, shrunk)" in capsys.readouterr().out
 
 

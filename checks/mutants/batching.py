@@ -92,6 +92,19 @@ class ContinuousIdlesAfterFinish(ContinuousScheduler):
         return outcome
 
 
+class SkipsABlockedHead(ContinuousScheduler):
+    """First fit instead of FCFS: when the head of the queue does not fit the pool, the first
+    request behind it that does is admitted ahead of it."""
+
+    def schedule(self) -> ScheduledBatch:
+        if self.admission_open() and self.waiting and not self.can_admit(self.waiting[0]):
+            fits = next((r for r in self.waiting if self.can_admit(r)), None)
+            if fits is not None:
+                self.waiting.remove(fits)
+                self.waiting.appendleft(fits)  # BUG: overtakes the head
+        return super().schedule()
+
+
 class StarvesAFullPoolRequest(StaticScheduler):
     """Admission compares with ``<`` instead of ``<=``: a request whose peak pages fill the whole
     pool never fits, and everyone behind it waits forever (vLLM #39734's class)."""

@@ -92,6 +92,24 @@ class _EarlyPool(PagePool):
         super().free(owner, [p for p in pages if p not in early])
 
 
+class KeepsPagesOnFinish(ContinuousScheduler):
+    """A finished request leaves the batch without freeing its pages: they stay allocated to it
+    and the outcome frees nothing (vLLM #46283's class)."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self.pool = _NeverFreePool(limits.pool_pages)
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        outcome = super().update_from_output(output)
+        return replace(outcome, freed={})  # BUG: finished, yet still holding its pages
+
+
+class _NeverFreePool(PagePool):
+    def free(self, owner: str, pages: Sequence[int]) -> None:
+        pass  # the pages stay the finished request's
+
+
 class OvercommitsThePool(ContinuousScheduler):
     """Admission counts only slots, not pages; the allocator hands out page ids past the pool
     when it runs dry instead of refusing."""

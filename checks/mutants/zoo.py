@@ -5,22 +5,18 @@ the mutation score: mutants caught *with the right invariant id* over all mutant
 mutants live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile` and :mod:`.sized` (bugs only
 a crowd shows); learner mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
 package data and written to a working directory, so that they are checked as the files a learner
-would pass); and the one engine bug a
-scheduler cannot commit (admitting a request before it arrives: the engine decides when requests
-arrive) is an event log recorded from a simulator whose clock is off by one, written by
-:func:`early_arrival_log`.
+would pass); and the engine bugs a scheduler cannot commit (admitting a request before it
+arrives, a token from half a prompt) are event logs of broken engines, written by :mod:`.logs`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from kvsched.checks.eventlog.jsonl import write_log
-from kvsched.reference import ContinuousScheduler, run
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
 
 
 @dataclass(frozen=True)
@@ -45,26 +41,6 @@ class Mutant:
         return self.target
 
 
-def early_arrival_log(workdir: Path) -> Path:
-    """A log from a simulator that delivers each request in the iteration of its arrival time
-    instead of the next one (``arrival <= n`` for ``arrival < n``), so b, arriving at time 2,
-    is admitted in iteration 2."""
-    workload = Workload(
-        name="early-arrival",
-        limits=Limits(batch_limit=2, page_size=4, pool_pages=8),
-        requests=(Request("a", 0, 3, 4), Request("b", 2, 5, 2)),
-    )
-    # The off-by-one clock: the simulator sees every arrival one time unit early.
-    seen = replace(
-        workload,
-        requests=tuple(replace(r, arrival=max(r.arrival - 1, 0)) for r in workload.requests),
-    )
-    recorded = run(seen, ContinuousScheduler, policy="continuous")
-    path = workdir / "early-arrival.jsonl"
-    write_log(replace(recorded, workload=workload), path)
-    return path
-
-
 def learner_file(name: str) -> Callable[[Path], Path]:
     """A writer of the learner's solution ``learner/<name>`` into a working directory."""
 
@@ -87,8 +63,12 @@ ZOO: tuple[Mutant, ...] = (
            _class("paging", "PageInTwoTables")),
     Mutant("leak on finish", "freed pages never return to the pool", "PAGE-3",
            _class("paging", "LeakOnFinish")),
+    Mutant("keeps pages on finish", "a finished request never frees its pages", "PAGE-4",
+           _class("paging", "KeepsPagesOnFinish")),
     Mutant("reuse before free", "pages freed while the last token is written, and reused",
            "PAGE-2", _class("paging", "ReuseBeforeFree")),
+    Mutant("token from a partial prefill", "a chunk short of the prompt's end yields a token",
+           "DEC-3", write=partial_prefill_log),
     Mutant("two tokens", "a request decodes twice in one iteration", "DEC-1",
            _class("batching", "TwoTokensInOneIteration")),
     Mutant("token for a waiting request", "the queue's head decodes before admission", "DEC-2",
@@ -103,6 +83,8 @@ ZOO: tuple[Mutant, ...] = (
            "BATCH-2", _class("batching", "StaticAdmitsMidBatch")),
     Mutant("continuous idles", "a freed slot is refilled one iteration late", "BATCH-3",
            _class("batching", "ContinuousIdlesAfterFinish")),
+    Mutant("head skipped", "first fit: a request overtakes a head that does not fit", "BATCH-4",
+           _class("batching", "SkipsABlockedHead")),
     Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-1",
            _class("batching", "StarvesAFullPoolRequest")),
     Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
