@@ -71,6 +71,11 @@ SEARCH_SIZES: dict[Profile, dict[str, int]] = {
 """Largest workload :func:`search_workloads` draws under each profile."""
 
 
+WORK_PER_ITERATION_BUDGET = 10
+"""Requests per iteration, on average, that the iteration budget pays for: iterations times
+requests stays within this many times ``max_iterations``."""
+
+
 def request_id(position: int) -> str:
     """The id of the request at ``position`` in declared order: a..z, then aa..zz, ..."""
     letters = ""
@@ -146,7 +151,12 @@ def _within(
     for count, (gap, _, output) in enumerate(shapes):
         clock += gap
         tokens += output
-        if count and clock + -(-tokens // batch_limit) > max_iterations:
+        length = clock + -(-tokens // batch_limit)
+        # A learner's state lists every request, so a run costs iterations x requests.
+        if count and (
+            length > max_iterations
+            or length * (count + 1) > WORK_PER_ITERATION_BUDGET * max_iterations
+        ):
             return shapes[:count]
     return shapes
 
