@@ -24,10 +24,11 @@ takes milliseconds and shrinks to something a learner can read. Bugs that need a
 only once 5 requests are active, a hang only once more than 5 wait) need larger workloads:
 :func:`search_workloads` draws workloads sized by the Hypothesis profile
 (:data:`SEARCH_SIZES`: in ``ci``, up to 64 requests, batch limits up to 32, pages up to 32 tokens
-and outputs up to 64), drawn with swarm testing: each example first switches features on or off
-(:data:`FEATURES`: bursts, a tight pool, long prompts, many requests, long outputs), so that some
-examples pile every kind of pressure together. Every feature shrinks to off, and the size to the
-small corners.
+and outputs up to 64, within a budget of about 300 iterations and 3,000 request-iterations per
+run, so that 100 examples stay a matter of seconds), drawn with swarm testing: each example
+first switches features on or off (:data:`FEATURES`: bursts, a tight pool, long prompts, many
+requests, long outputs), so that some examples pile every kind of pressure together. Every
+feature shrinks to off, and the size to the small corners.
 """
 
 from __future__ import annotations
