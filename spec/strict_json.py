@@ -75,7 +75,7 @@ def is_text(value: Any) -> bool:
     return True
 
 
-def shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value for an error message: short, and printable whatever it holds."""
     if type(value) is int and value.bit_length() > 64:
         return f"an integer of {len(str(value))} digits"

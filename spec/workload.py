@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .strict_json import decode_json, is_text, json_kind, shown
+from .strict_json import decode_json, is_text, json_kind, shown_value
 from .vocabulary import (
     DEFAULT_PERCENTILE_METHOD,
     PERCENTILE_METHODS,
@@ -135,7 +135,7 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     if type(document["format"]) is not int or document["format"] != WORKLOAD_FORMAT:
         raise WorkloadError(
             f"{source}: field 'format' must be {WORKLOAD_FORMAT} (an integer), got "
-            f"{json_kind(document['format'])} {shown(document['format'])}"
+            f"{json_kind(document['format'])} {shown_value(document['format'])}"
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
@@ -229,7 +229,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
         if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
             raise WorkloadError(
                 f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
-                f"characters (UTF-8, no lone surrogates), got {shown(request_id)}"
+                f"characters (UTF-8, no lone surrogates), got {shown_value(request_id)}"
             )
         if request_id in seen:
             raise WorkloadError(
@@ -262,14 +262,16 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
 def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
     if type(value) is not int:
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {shown(value)}")
+        raise WorkloadError(
+            f"{where} must be an integer, got {json_kind(value)} {shown_value(value)}"
+        )
     minimum, maximum = bounds
     if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {shown(value)}")
+        raise WorkloadError(f"{where} must be >= {minimum}, got {shown_value(value)}")
     if value > maximum:
         raise WorkloadError(
             f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
-            f"{shown(value)}"
+            f"{shown_value(value)}"
         )
     return value
 
@@ -278,7 +280,7 @@ def _text(value: Any, source: str, field: str) -> str:
     if not is_text(value):
         raise WorkloadError(
             f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
-            f"{shown(value)}"
+            f"{shown_value(value)}"
         )
     return str(value)
 

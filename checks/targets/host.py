@@ -10,6 +10,7 @@ be sent. Nothing this process says decides a verdict: kvsched checks every answe
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import sys
@@ -31,6 +32,10 @@ _PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
 def main(argv: list[str]) -> None:
     fd_in, fd_out, memory_mb, cpu_seconds = (int(a) for a in argv)
     _confine(memory_mb, cpu_seconds)
+    # Targets build on the reference (subclasses, the pool, the protocol's types): loading it
+    # before the ready signal keeps kvsched's own import time out of the target's deadline, so a
+    # busy machine cannot turn a correct target's import into a timeout.
+    importlib.import_module("kvsched.reference")
     served = _Served()
     wire.write_frame(fd_out, wire.encode(["ok", None]))  # ready: the target's time starts now
     while True:
@@ -127,8 +132,9 @@ def _reply(call: Callable[[], Any], answer: Any, cause: Callable[[], str] = str)
     except SystemExit as exit_:
         return wire.encode(["exited", wire.cut(f"sys.exit({_text(exit_.code)})")])
     except BaseException as error:
-        text = "\n".join(x for x in (_text(error), cause(), user_frames(error)) if x)
-        raised = wire.Raised(_name(error), _builtin(error), wire.cut(text))
+        frames = wire.cut(_frames(error))
+        text = "\n".join(x for x in (_text(error), cause()) if x)
+        raised = wire.Raised(_name(error), _builtin(error), wire.cut(text), frames)
         return wire.encode(["raised", raised])
     if answer is None or answer is type(None):
         value = None  # the protocol ignores what add_request returns
@@ -149,7 +155,14 @@ def _learner_cause(name: str, arguments: list[Any]) -> str:
     limits = arguments[1]
     try:
         return likely_cause(arguments[0], int(limits["page_size"]), int(limits["pool_pages"]))
-    except (KeyError, TypeError, ValueError):
+    except Exception:  # the learner's state may hold anything; the cause is only a hint
+        return ""
+
+
+def _frames(error: BaseException) -> str:
+    try:
+        return user_frames(error)
+    except BaseException:  # a traceback whose source cannot be read is shown without frames
         return ""
 
 

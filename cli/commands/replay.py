@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     workload = workload_from_spec(args.workload)
-    if args.percentile:  # one setting for both engines: the workload's own
+    if args.percentile:
         workload = replace(workload, percentile_method=args.percentile)
     timeline = args.format == "table" and args.timeline != "none"
     runs: dict[str, Run] = {}
