@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload
+
+from .bound import RunBound
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,13 @@ def run(
     scheduler_factory: SchedulerFactory,
     policy: str = "",
     max_iterations: int | None = None,
+    properties: TargetProperties | None = None,
 ) -> Run:
-    """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound."""
+    """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound.
+
+    The bound is the lesson's (3.6) plus what ``properties`` earn (:class:`.bound.RunBound`).
+    """
+    allowance = RunBound(workload, properties) if max_iterations is None else None
     bound = iteration_bound(workload) if max_iterations is None else max_iterations
     policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
     driver = SchedulerDriver(scheduler_factory, workload.limits)
@@ -75,6 +83,8 @@ def run(
     events: list[IterationEvent] = []
     iteration = 0
     while len(finished_ever) < len(workload.requests) and iteration < bound:
+        if allowance is not None:
+            bound = max(bound, allowance.value)
         iteration += 1
         # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
         # scheduler cannot admit what it has not been handed (REQ-1).
@@ -86,6 +96,8 @@ def run(
             return Run(workload, policy, tuple(events), fault=outcome, drained=False)
         events.append(outcome)
         finished_ever.update(outcome.finished)
+        if allowance is not None:
+            allowance.observe(outcome)
     drained = len(finished_ever) == len(workload.requests)
     return Run(workload, policy, tuple(events), drained=drained)
 
@@ -108,6 +120,9 @@ class SchedulerDriver:
         self.members: list[str] = []  # the batch, in admission order
         self.waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
         self.tables: dict[str, tuple[int, ...]] = {}
+        # Output tokens each request still owes: the model, not the scheduler, knows when a
+        # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
+        self.owed: dict[str, int] = {}
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -120,11 +135,17 @@ class SchedulerDriver:
                 return self._stop(fault)
             arrived.append(request.id)
             self.waiting[request.id] = None
+            self.owed[request.id] = request.output_tokens
 
         batch = _call(self.scheduler, "schedule", iteration)
         problem = batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch)
         if problem:
             return self._stop(_fault(problem, iteration, "schedule"))
+        for request_id in reversed(batch.preempted):  # each preempted one to the queue's head
+            if request_id in self.members:
+                self.members.remove(request_id)
+            self.tables.pop(request_id, None)
+            self.waiting = {request_id: None, **self.waiting}
         for request_id in batch.admitted:
             if request_id not in self.members:
                 self.members.append(request_id)
@@ -141,7 +162,15 @@ class SchedulerDriver:
                 allocated[rid] = new
 
         # 3.4 Decode: the model produces one token per decode entry.
-        output = ModelOutput(dict(Counter(batch.decode)))
+        tokens = dict(Counter(batch.decode))
+        stopped = []
+        for rid, count in tokens.items():
+            owed = self.owed.get(rid)
+            if owed is not None:
+                self.owed[rid] = owed - count
+                if owed <= count:
+                    stopped.append(rid)
+        output = ModelOutput(tokens, tuple(stopped))
         outcome = _call(self.scheduler, "update_from_output", iteration, output)
         problem = outcome if isinstance(outcome, SchedulerFault) else _malformed_outcome(outcome)
         if problem:
@@ -158,7 +187,16 @@ class SchedulerDriver:
             allocated=allocated,
             freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
             free_pages=outcome.free_pages,
-            waiting=tuple(self.waiting),
+            waiting=tuple(self.waiting) if batch.waiting is None else tuple(batch.waiting),
+            computed=None if batch.computed is None else dict(batch.computed),
+            cached=dict(batch.cached),
+            shared={rid: tuple(pages) for rid, pages in batch.shared.items()},
+            preempted=tuple(batch.preempted),
+            preempt_freed=(
+                None
+                if batch.computed is None and not batch.preempted
+                else {rid: tuple(pages) for rid, pages in batch.preempt_freed.items()}
+            ),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
         self.tables = dict(page_tables)
@@ -192,11 +230,36 @@ def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
 def _malformed_batch(batch: Any) -> str:
     if not isinstance(batch, ScheduledBatch):
         return f"schedule() must return a ScheduledBatch, got {type(batch).__name__}"
-    for name in ("admitted", "decode"):
+    names = ["admitted", "decode", "preempted"] + ([] if batch.waiting is None else ["waiting"])
+    for name in names:
         value = getattr(batch, name)
         if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
             return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
-    return _malformed_pages("ScheduledBatch.page_tables", batch.page_tables)
+    for name in ("page_tables", "shared", "preempt_freed"):
+        problem = _malformed_pages(f"ScheduledBatch.{name}", getattr(batch, name))
+        if problem:
+            return problem
+    if batch.computed is None:
+        if batch.cached or batch.shared or batch.preempted:
+            return (
+                "ScheduledBatch reports prefix-cache hits or preemptions but no 'computed' "
+                "tokens: protocol version 2 needs the tokens each request computed"
+            )
+        return ""
+    return _malformed_counts("ScheduledBatch.computed", batch.computed) or _malformed_counts(
+        "ScheduledBatch.cached", batch.cached
+    )
+
+
+def _malformed_counts(where: str, counts: Any) -> str:
+    if not isinstance(counts, Mapping):
+        return f"{where} must map request ids to token counts, got {type(counts).__name__}"
+    for rid, count in counts.items():
+        if not isinstance(rid, str):
+            return f"{where} has a key that is not a request id: {rid!r}"
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            return f"{where}[{rid!r}] must be an integer >= 0, got {count!r}"
+    return ""
 
 
 def _malformed_outcome(outcome: Any) -> str:

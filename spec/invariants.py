@@ -1,13 +1,23 @@
-"""The invariant catalogue (spec/semantics.md, section 8), as data.
+"""The invariant catalogue (spec/semantics.md, section 8), as data, in layers.
 
 Each invariant has a stable id that findings, reports, tests and the reference cite. ``applies_to``
 names the policies it constrains ("any" for every scheduler); ``enforced_by`` says where the
 reference enforces it and which checks verify it, so a grep confirms every rule is covered.
+
+The layers (section 8) say what a violation means. **Safety** holds for every engine whatever it
+declares; **liveness** is about progress; **conformance** applies only where the target declares
+the rule (a policy, an admission order, a chunking mode); **efficiency** is measured, never
+violated: :data:`EFFICIENCY` lists its figures, which carry no invariant id.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+Layer = Literal["safety", "liveness", "conformance", "efficiency"]
+"""The catalogue's layers, in the order verdicts and reports show them."""
+LAYERS: tuple[Layer, ...] = get_args(Layer)
 
 
 @dataclass(frozen=True)
@@ -17,6 +27,16 @@ class Invariant:
     rationale: str
     applies_to: tuple[str, ...]
     enforced_by: str
+    layer: Layer = "safety"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An efficiency figure: measured and reported for every run, never a violation."""
+
+    id: str
+    title: str
+    definition: str
 
 
 CATALOGUE: tuple[Invariant, ...] = (
@@ -111,6 +131,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "This is what static batching means; a mid-batch admission is a different policy.",
         ("static",),
         "reference/static.py admission_open; monitor; Z3 induction",
+        layer="conformance",
     ),
     Invariant(
         "BATCH-3",
@@ -118,6 +139,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Work conservation is continuous batching's whole point.",
         ("continuous",),
         "reference/continuous.py admission_open; monitor",
+        layer="conformance",
     ),
     Invariant(
         "BATCH-4",
@@ -125,6 +147,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "FCFS fairness; skipping the head is how requests starve.",
         ("static", "continuous"),
         "reference/scheduler.py schedule; monitor",
+        layer="conformance",
     ),
     Invariant(
         "LIVE-1",
@@ -132,6 +155,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Even one request at a time finishes by then; a request still waiting is starved.",
         ("any",),
         "reference/engine.py iteration_bound; monitor; Z3 bounded model checking",
+        layer="liveness",
     ),
     Invariant(
         "PROTO-1",
@@ -143,6 +167,39 @@ CATALOGUE: tuple[Invariant, ...] = (
 )
 
 BY_ID: dict[str, Invariant] = {invariant.id: invariant for invariant in CATALOGUE}
+
+EFFICIENCY: tuple[Figure, ...] = (
+    Figure(
+        "EFF-1",
+        "Idle slot-iterations while a fitting request waited",
+        "Per iteration, the free slots while the head of the waiting queue's prompt and output "
+        "so far plus one token fitted the free pages; summed over the run. Head-of-line "
+        "blocking, first-only chunking, padded budgets and periodic prefill cost this by design.",
+    ),
+    Figure(
+        "EFF-2",
+        "Pages reserved but unused (page-iterations)",
+        "Per iteration, the pages held beyond ceil(KV tokens / page size) of each active request, "
+        "summed over the run: what whole-prompt or max-length reservation costs.",
+    ),
+    Figure(
+        "EFF-3",
+        "Preemptions",
+        "Requests sent back to the waiting queue by recompute preemption, counted per event.",
+    ),
+    Figure(
+        "EFF-4",
+        "Recomputed tokens",
+        "KV tokens computed again after a preemption had dropped them.",
+    ),
+)
+"""The efficiency layer: figures measured on every run and reported, never a violation."""
+
+
+def layer_of(invariant_id: str) -> Layer:
+    """The layer of a catalogue id, or ``efficiency`` for a figure's id."""
+    invariant = BY_ID.get(invariant_id)
+    return invariant.layer if invariant is not None else "efficiency"
 
 
 def applicable(policy: str) -> tuple[Invariant, ...]:

@@ -22,12 +22,29 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True)
 class Request:
-    """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``."""
+    """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``.
+
+    The optional fields (section 1.1) default to the lesson's model: no shared prefix, one
+    priority for everyone.
+    """
 
     id: str
     arrival: int
     prompt_tokens: int
     output_tokens: int
+    prefix_group: str = ""
+    """Requests of one non-empty group share the first tokens of their prompts (a system prompt,
+    a few-shot preamble): two members share ``min`` of their ``prefix_tokens``."""
+    prefix_tokens: int = 0
+    """How many leading prompt tokens this request shares with its group (0 .. prompt_tokens)."""
+    priority: int = 0
+    """Lower is served first by a scheduler that declares priority order, as in vLLM."""
+
+    def shared_prefix(self, other: Request) -> int:
+        """Leading prompt tokens ``self`` and ``other`` have in common (section 1.1)."""
+        if not self.prefix_group or self.prefix_group != other.prefix_group:
+            return 0
+        return min(self.prefix_tokens, other.prefix_tokens)
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,7 @@ def peak_pages(request: Request, page_size: int) -> int:
 _TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
 _LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
 _REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
+_OPTIONAL_FIELDS = ("prefix_group", "prefix_tokens", "priority")
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -119,16 +137,24 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
             "page_size": workload.limits.page_size,
             "pool_pages": workload.limits.pool_pages,
         },
-        "requests": [
-            {
-                "id": r.id,
-                "arrival": r.arrival,
-                "prompt_tokens": r.prompt_tokens,
-                "output_tokens": r.output_tokens,
-            }
-            for r in workload.requests
-        ],
+        "requests": [_request_to_json(r) for r in workload.requests],
     }
+
+
+def _request_to_json(request: Request) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "id": request.id,
+        "arrival": request.arrival,
+        "prompt_tokens": request.prompt_tokens,
+        "output_tokens": request.output_tokens,
+    }
+    # Optional fields only when set, so a lesson workload's file is unchanged (section 1.1).
+    if request.prefix_group:
+        document["prefix_group"] = request.prefix_group
+        document["prefix_tokens"] = request.prefix_tokens
+    if request.priority:
+        document["priority"] = request.priority
+    return document
 
 
 def _parse_limits(raw: Any, source: str) -> Limits:
@@ -159,7 +185,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
         if "id" in item and isinstance(item["id"], str):
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
+        _reject_unknown(item, {*_REQUEST_FIELDS, *_OPTIONAL_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
@@ -179,8 +205,50 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             for field, minimum in _REQUEST_FIELDS.items()
             if minimum is not None
         }
-        requests.append(Request(id=request_id, **numbers))
+        extra = _optional(item, numbers, label)
+        requests.append(
+            Request(
+                request_id,
+                numbers["arrival"],
+                numbers["prompt_tokens"],
+                numbers["output_tokens"],
+                **extra,
+            )
+        )
     return tuple(requests)
+
+
+def _optional(item: Mapping[str, Any], numbers: dict[str, int], label: str) -> dict[str, Any]:
+    """The optional fields of a request (section 1.1), checked against its prompt."""
+    values: dict[str, Any] = {}
+    if "priority" in item:
+        priority = item["priority"]
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise WorkloadError(
+                f"{label}: field 'priority' must be an integer, got {json_kind(priority)} "
+                f"{priority!r}"
+            )
+        values["priority"] = priority
+    if "prefix_group" not in item and "prefix_tokens" not in item:
+        return values
+    if "prefix_group" not in item or "prefix_tokens" not in item:
+        raise WorkloadError(
+            f"{label}: fields 'prefix_group' and 'prefix_tokens' go together: a shared prefix "
+            "names its group and its length"
+        )
+    group = item["prefix_group"]
+    if not isinstance(group, str) or not group:
+        raise WorkloadError(
+            f"{label}: field 'prefix_group' must be a non-empty string, got {group!r}"
+        )
+    length = _integer(item["prefix_tokens"], 0, f"{label}: field 'prefix_tokens'")
+    if length > numbers["prompt_tokens"]:
+        raise WorkloadError(
+            f"{label}: field 'prefix_tokens' is {length} but the prompt has only "
+            f"{numbers['prompt_tokens']} tokens; a shared prefix is part of the prompt"
+        )
+    values.update(prefix_group=group, prefix_tokens=length)
+    return values
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:

@@ -359,10 +359,14 @@ def test_bad_use_of_the_monitor_is_a_value_error() -> None:
     event = run(W, ContinuousScheduler).events[1]
     with pytest.raises(ValueError, match="expected iteration 1"):
         monitor.observe(event)
-    with pytest.raises(ValueError, match="computed"):
-        Monitor(W, "continuous", TargetProperties(preemption=True, admission="lazy")).observe(
-            run(W, ContinuousScheduler).events[0]
-        )
+
+
+def test_a_declaration_the_answers_cannot_back_is_a_protocol_finding() -> None:
+    # A class that declares preemption but speaks the lesson protocol: a verdict, not a crash.
+    declared = TargetProperties(preemption=True, admission="lazy")
+    finding = Monitor(W, "continuous", declared).observe(run(W, ContinuousScheduler).events[0])
+    assert finding is not None and finding.invariant == "PROTO-1"
+    assert "ScheduledBatch.computed" in finding.message
 
 
 def test_only_changed_tables_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:

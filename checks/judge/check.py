@@ -194,7 +194,10 @@ class _Trial:
     def monitored(self, workload: Workload) -> Finding | None:
         """Run ``workload`` through the engine and the monitor: the first finding, if any."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        return monitor_run(run(workload, self.factory, policy=self.policy), self.properties)
+        return monitor_run(
+            run(workload, self.factory, policy=self.policy, properties=self.properties),
+            self.properties,
+        )
 
     def search(self, invariant: str | None = None) -> SearchResult:
         from kvsched.checks.search.explore import (

@@ -86,14 +86,20 @@ class Monitor:
                 f"events must come in order: expected iteration "
                 f"{self.iteration + 1}, got {event.iteration}"
             )
-        if event.computed is None and self.properties.computes_explicitly:
-            raise ValueError(
-                f"iteration {event.iteration}: a target declaring chunked prefill, "
-                "preemption or prefix sharing must report 'computed' tokens"
-            )
         self.iteration = event.iteration
         self.recent.append(event)
-        finding = self._check(event)
+        if event.computed is None and self.properties.computes_explicitly:
+            # A declaration the target's answers cannot back: a verdict on the target, not a
+            # crash of ours (an event log without 'computed' is refused as invalid on reading).
+            finding: Finding | None = Finding(
+                "PROTO-1",
+                event.iteration,
+                "the target declares chunked prefill, preemption or prefix sharing but did not "
+                "report the tokens each request computed; set ScheduledBatch.computed "
+                "(protocol version 2, spec/protocol.py) or drop the declaration",
+            )
+        else:
+            finding = self._check(event)
         if finding is not None:
             self.finding = replace(finding, recent=tuple(self.recent))
         return self.finding
@@ -141,10 +147,13 @@ class Monitor:
                 requests=tuple(left),
             )
         requests.arrive(n)
+        # Version 2 keeps preemption's releases apart; version 1 has them in ``freed``.
+        split = event.preempt_freed is not None
+        released = event.preempt_freed if event.preempt_freed is not None else event.freed
         for rid in event.preempted:
             finding = (
                 requests.preempt(n, rid)
-                or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
+                or pages.release(n, rid, released.get(rid, ()), "preempted")
                 or pages.drop(n, rid, "was preempted")
             )
             if finding:
@@ -165,7 +174,7 @@ class Monitor:
         if finding:
             return finding
         for rid, freed in event.freed.items():
-            if rid not in event.preempted:
+            if split or rid not in event.preempted:
                 why = "finished" if rid in event.finished else "freed"
                 finding = pages.release(n, rid, freed, why)
                 if finding:

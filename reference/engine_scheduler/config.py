@@ -1,0 +1,89 @@
+"""What the engine scheduler is built with, and what it declares (spec/semantics.md, 10.1).
+
+Each field is one design choice a real engine makes; :meth:`EngineConfig.properties` turns the
+choices into the declarations the monitor reads, so the scheduler is checked for exactly what it
+does. The named configurations are the engines and the lesson's two policies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from kvsched.spec.properties import AdmissionOrder, Chunking, TargetProperties
+
+Batching = Literal["mixed", "prefill-first"]
+"""``mixed``: running requests first, then admissions, in one batch (vLLM v1); ``prefill-first``:
+an iteration that admits or continues a prefill decodes nothing (nano-vllm)."""
+Victim = Literal["last", "priority"]
+"""Who recompute preemption evicts: the last admitted running request, or the lowest priority."""
+Admission = Literal["lazy", "peak"]
+"""``lazy``: pages as tokens are computed, preempting when they run out; ``peak``: the lesson's
+commitment of each request's peak pages, which needs the output length up front (3.2)."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine scheduler's design; the defaults are vLLM v1's."""
+
+    token_budget: int | None = 2048
+    """Tokens computed per iteration at most (``max_num_batched_tokens``); ``None``: unbounded."""
+    chunking: Chunking = "all"
+    batching: Batching = "mixed"
+    order: AdmissionOrder = "fcfs"
+    victim: Victim = "last"
+    prefix_caching: bool = True
+    watermark_pages: int = 0
+    null_page: bool = True
+    admission: Admission = "lazy"
+    static: bool = False
+    """Admit only when nothing runs (static batching, 5.1)."""
+    policy: str = ""
+
+    def __post_init__(self) -> None:
+        if self.chunking != "none" and self.token_budget is None:
+            raise ValueError(f"chunking {self.chunking!r} needs a token_budget to chunk under")
+        if self.admission == "peak" and (self.chunking != "none" or self.prefix_caching):
+            raise ValueError("peak admission is the lesson's: no chunking, no prefix caching")
+        if self.order == "none":
+            raise ValueError("the engine scheduler needs an order to take waiting requests in")
+        if self.watermark_pages < 0:
+            raise ValueError(f"watermark_pages must be >= 0, got {self.watermark_pages}")
+
+    def properties(self) -> TargetProperties:
+        """The declarations that describe this design to the monitor (eventlog.md 4)."""
+        chunked = self.chunking != "none"
+        lesson = self.admission == "peak"
+        return TargetProperties(
+            policy=self.policy,
+            admission=self.admission,
+            token_budget=self.token_budget,
+            chunked_prefill=chunked,
+            preemption=not lesson,
+            prefix_sharing=self.prefix_caching,
+            reserved_pages=(0,) if self.null_page else (),
+            watermark_pages=self.watermark_pages,
+            order=self.order,
+            chunking=self.chunking,
+        )
+
+
+VLLM_V1 = EngineConfig(policy="vllm-v1")
+NANO_CHUNKED = EngineConfig(
+    token_budget=512, chunking="first", batching="prefill-first", null_page=False, policy="nano"
+)
+NANO_CLASSIC = replace(NANO_CHUNKED, token_budget=8192, chunking="none", policy="nano-classic")
+CONTINUOUS = EngineConfig(
+    token_budget=None,
+    chunking="none",
+    prefix_caching=False,
+    null_page=False,
+    admission="peak",
+    policy="continuous",
+)
+STATIC = replace(CONTINUOUS, static=True, policy="static")
+
+CONFIGS: dict[str, EngineConfig] = {
+    c.policy: c for c in (VLLM_V1, NANO_CHUNKED, NANO_CLASSIC, CONTINUOUS, STATIC)
+}
+"""Named designs: ``kvsched.reference.engine_scheduler:CONFIGS[name]``."""
