@@ -72,7 +72,7 @@ FAMILIES: dict[str, Family] = {
 """All twelve combinations, batch limit 64, pages of 16 tokens."""
 
 SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
-"""The large-replay shape of issue 4: batch limit 256, mean output about 200 tokens."""
+"""The large-replay shape: batch limit 256, mean output about 200 tokens."""
 
 SHARED_PREFIX = Family("shared-prefix", "bursty", "long", "tight", batch_limit=16, prefix_groups=4)
 """Prefix caching's shape: long prompts in four groups that share a system prompt."""

@@ -13,11 +13,20 @@ violated: :data:`EFFICIENCY` lists its figures, which carry no invariant id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-Layer = Literal["safety", "liveness", "conformance", "efficiency"]
-"""The catalogue's layers, in the order verdicts and reports show them."""
-LAYERS: tuple[Layer, ...] = get_args(Layer)
+from .vocabulary import LAYERS, Layer
+
+__all__ = [
+    "BY_ID",
+    "CATALOGUE",
+    "EFFICIENCY",
+    "LAYERS",
+    "Figure",
+    "Invariant",
+    "Layer",
+    "applicable",
+    "layer_of",
+]
 
 
 @dataclass(frozen=True)

@@ -27,24 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
+from .vocabulary import BUDGET_MODES, CHUNKINGS, ORDERS, AdmissionOrder, BudgetMode, Chunking
 from .workload import Limits, Request, pages_for
 
 ADMISSION_MODES = ("peak", "lazy")
-
-AdmissionOrder = Literal["fcfs", "priority", "shortest-first", "none"]
-"""Which waiting request a target admits next (BATCH-4): by arrival with preempted requests at
-the head; by ``Request.priority`` then arrival; by shortest prompt then arrival; or no promise."""
-Chunking = Literal["all", "first", "none"]
-"""Which prompts may be computed over several iterations (BATCH-5): any (vLLM), only the first
-request of a batch (nano-vllm), or none (every prompt is computed whole)."""
-BudgetMode = Literal["sum", "padded"]
-"""How the token budget counts a batch: the sum of the tokens computed (vLLM), or padded, batch
-size times the longest request's tokens (vidur's vLLM-style scheduler)."""
-ORDERS: tuple[AdmissionOrder, ...] = get_args(AdmissionOrder)
-CHUNKINGS: tuple[Chunking, ...] = get_args(Chunking)
-BUDGET_MODES: tuple[BudgetMode, ...] = get_args(BudgetMode)
 
 
 class PropertiesError(ValueError):

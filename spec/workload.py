@@ -205,16 +205,8 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             for field, minimum in _REQUEST_FIELDS.items()
             if minimum is not None
         }
-        extra = _optional(item, numbers, label)
-        requests.append(
-            Request(
-                request_id,
-                numbers["arrival"],
-                numbers["prompt_tokens"],
-                numbers["output_tokens"],
-                **extra,
-            )
-        )
+        lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
+        requests.append(Request(request_id, *lengths, **_optional(item, numbers, label)))
     return tuple(requests)
 
 

@@ -8,18 +8,9 @@ does. The named configurations are the engines and the lesson's two policies.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
 
-from kvsched.spec.properties import AdmissionOrder, Chunking, TargetProperties
-
-Batching = Literal["mixed", "prefill-first"]
-"""``mixed``: running requests first, then admissions, in one batch (vLLM v1); ``prefill-first``:
-an iteration that admits or continues a prefill decodes nothing (nano-vllm)."""
-Victim = Literal["last", "priority"]
-"""Who recompute preemption evicts: the last admitted running request, or the lowest priority."""
-Admission = Literal["lazy", "peak"]
-"""``lazy``: pages as tokens are computed, preempting when they run out; ``peak``: the lesson's
-commitment of each request's peak pages, which needs the output length up front (3.2)."""
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import AdmissionOrder, Batching, Chunking, PageAdmission, Victim
 
 
 @dataclass(frozen=True)
@@ -35,7 +26,7 @@ class EngineConfig:
     prefix_caching: bool = True
     watermark_pages: int = 0
     null_page: bool = True
-    admission: Admission = "lazy"
+    admission: PageAdmission = "lazy"
     static: bool = False
     """Admit only when nothing runs (static batching, 5.1)."""
     policy: str = ""
