@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .properties import TargetProperties
 from .vocabulary import LAYERS, Layer
 
 __all__ = [
@@ -88,6 +89,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         "reference/scheduler.py can_admit; monitor; Z3 induction",
     ),
     Invariant(
+        "PAGE-6",
+        "A prefix-cache hit takes only pages holding that very prefix, and no more tokens "
+        "than they hold",
+        "A page evicted and reused, or a stale hash, hands a request another request's keys "
+        "and values: wrong output with no error.",
+        ("any",),
+        "reference/engine_scheduler/blocks.py allocate; monitor (checks/monitor/prefix.py)",
+    ),
+    Invariant(
         "DEC-1",
         "An active request produces at most one token per iteration",
         "A decode step samples one token per sequence; two is a double-scheduled request.",
@@ -152,10 +162,21 @@ CATALOGUE: tuple[Invariant, ...] = (
     ),
     Invariant(
         "BATCH-4",
-        "Admission follows the declared order: by arrival, ties in workload order",
-        "FCFS fairness; skipping the head is how requests starve.",
-        ("static", "continuous"),
-        "reference/scheduler.py schedule; monitor",
+        "Admission follows the declared order: fcfs (by arrival, ties in workload order, "
+        "preempted requests at the head), priority or shortest prompt first",
+        "Fairness as promised; skipping the head is how requests starve. The queue is the "
+        "target's own, as it reports it.",
+        ("static", "continuous", "declared"),
+        "reference/scheduler.py schedule; monitor (checks/monitor/order.py)",
+        layer="conformance",
+    ),
+    Invariant(
+        "BATCH-5",
+        "Prompts are chunked only as declared: never, or only the first request of a batch",
+        "nano-vllm chunks only the first prompt of a batch; a chunk elsewhere is a different "
+        "engine, whose admission and budget figures mean something else.",
+        ("declared",),
+        "reference/engine_scheduler/scheduler.py _may_chunk; monitor (checks/monitor/order.py)",
         layer="conformance",
     ),
     Invariant(
@@ -164,6 +185,25 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Even one request at a time finishes by then; a request still waiting is starved.",
         ("any",),
         "reference/engine.py iteration_bound; monitor; Z3 bounded model checking",
+        layer="liveness",
+    ),
+    Invariant(
+        "LIVE-2",
+        "No request waits while nothing runs and the pool and the budget could hold it",
+        "An idle engine with a fitting request at the head of its queue is stranded: whatever "
+        "its admission rule, it never gets going again.",
+        ("any",),
+        "reference/engine_scheduler/scheduler.py _admit; monitor (checks/monitor/liveness.py)",
+        layer="liveness",
+    ),
+    Invariant(
+        "LIVE-3",
+        "No request is preempted twice without progress in between: no token produced and no "
+        "KV computed beyond what any request held before",
+        "Preemption that makes no progress cycles through the same states forever (thrash).",
+        ("any",),
+        "reference/engine_scheduler/scheduler.py _victim; monitor (checks/monitor/liveness.py); "
+        "Z3 bounded model",
         layer="liveness",
     ),
     Invariant(
@@ -211,6 +251,21 @@ def layer_of(invariant_id: str) -> Layer:
     return invariant.layer if invariant is not None else "efficiency"
 
 
-def applicable(policy: str) -> tuple[Invariant, ...]:
-    """The invariants that constrain a scheduler declaring ``policy``."""
-    return tuple(i for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to)
+def applicable(policy: str, properties: TargetProperties | None = None) -> tuple[Invariant, ...]:
+    """The invariants that constrain a scheduler declaring ``policy`` and ``properties``.
+
+    Conformance rules apply where declared: BATCH-4 under the declared admission order (the
+    policy's fcfs for static and continuous unless another is declared, none otherwise), BATCH-5
+    where a chunking mode is declared.
+    """
+    ids = {i.id for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to}
+    if properties is not None:
+        order = properties.order
+        if order is None:
+            order = "fcfs" if policy in ("static", "continuous") else "none"
+        ids.discard("BATCH-4")
+        if order != "none":
+            ids.add("BATCH-4")
+        if properties.chunking is not None:
+            ids.add("BATCH-5")
+    return tuple(i for i in CATALOGUE if i.id in ids)

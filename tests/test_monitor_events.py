@@ -111,7 +111,7 @@ def test_end_of_run_findings_have_iteration_0() -> None:
 def test_messages_name_a_few_requests_and_count_the_rest() -> None:
     for count, words in ((5, "'r4';"), (7, "'r4' and 2 more;")):
         w = workload((1, 4, 8), *((f"r{i}", 0, 1, 1) for i in range(count)))
-        finding = monitor_run(run(w, NeverAdmits))
+        finding = Monitor(w, "static").finish(drained=False)
         assert finding is not None and finding.invariant == "LIVE-1"
         assert words in finding.message and len(finding.requests) == count
 
@@ -128,10 +128,13 @@ def test_idle_iterations_after_the_drain_are_fine() -> None:
 
 
 def test_events_past_the_bound_are_live_1() -> None:
-    result = run(W, NeverAdmits)
-    assert len(result.events) == iteration_bound(W)
-    idle = replace(result.events[-1], iteration=len(result.events) + 1)
-    finding = monitor_run(replace(result, events=(*result.events, idle)))
+    # Admitted, but never computing: nothing is stranded in the queue (LIVE-2 does not apply),
+    # yet the run does not drain by the bound.
+    dawdles = TargetProperties(preemption=True, admission="lazy")
+    first = replace(run(W, NeverAdmits).events[0], admitted=("a",), active=("a",), computed={})
+    later = replace(first, arrived=(), admitted=(), waiting=("b", "c"))
+    events = [first, *(replace(later, iteration=n) for n in range(2, iteration_bound(W) + 2))]
+    finding = monitor_run(Run(W, "", tuple(events)), dawdles)
     assert finding is not None
     assert (finding.invariant, finding.iteration) == ("LIVE-1", iteration_bound(W) + 1)
 

@@ -23,7 +23,10 @@ from dataclasses import replace
 
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.checks.monitor.liveness import LivenessRules
+from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.prefix import PrefixContent
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.checks.monitor.tokens import check_tokens, computed_tokens
 from kvsched.reference.engine import Run
@@ -69,10 +72,13 @@ class Monitor:
         self.policy = policy or declared.policy
         self.properties = declared
         self.limits = workload.limits
-        self.checks = {invariant.id for invariant in applicable(self.policy)} | set(PROPOSED_IDS)
+        self.checks = {i.id for i in applicable(self.policy, declared)} | set(PROPOSED_IDS)
         self.requests = RequestLedger(workload, declared, self.checks)
         self.pages = PageLedger(workload.limits, declared)
         self.batch = BatchRules(self.requests, self.pages, workload.limits, self.checks)
+        self.order = OrderRules(self.requests, self.checks)
+        self.liveness = LivenessRules(self.requests, self.pages, self.checks)
+        self.prefix = PrefixContent(workload, declared.prefix_sharing and "PAGE-6" in self.checks)
         self.iteration = 0
         self.recent: deque[IterationEvent] = deque(maxlen=RECENT)
         self.finding: Finding | None = None
@@ -146,7 +152,14 @@ class Monitor:
                 "have not finished",
                 requests=tuple(left),
             )
+        first = requests.next_arrival
         requests.arrive(n)
+        arrivals = [r.id for r in requests.arrivals[first : requests.next_arrival]]
+        for rid in arrivals:
+            self.order.waiting(rid)
+        finding = self.liveness.check_preempted(n, event)
+        if finding:
+            return finding
         # Version 2 keeps preemption's releases apart; version 1 has them in ``freed``.
         split = event.preempt_freed is not None
         released = event.preempt_freed if event.preempt_freed is not None else event.freed
@@ -158,21 +171,35 @@ class Monitor:
             )
             if finding:
                 return finding
-        finding = requests.admit(n, event.admitted) or self.batch.check_limits(n)
+            self.order.waiting(rid)
+        finding = (
+            requests.admit(n, event.admitted)
+            or self.order.check_admissions(n, event, arrivals)
+            or self.batch.check_limits(n)
+        )
         if finding:
             return finding
         computed = computed_tokens(requests, event)
+        finding = requests.check_batch(n, event.active) or check_tokens(
+            requests, n, event, computed
+        )
+        if finding:
+            return finding
+        self.liveness.count_progress(event, computed)
+        head = self.order.head(event)
         finding = (
-            requests.check_batch(n, event.active)
-            or check_tokens(requests, n, event, computed)
-            or pages.update(n, event, requests.active)
+            pages.update(n, event, requests.active)
+            or self.prefix.check(n, event)
             or self._coverage(n)
             or self.batch.check_budget(n, computed)
-            or self.batch.check_idle_slot(n, event, computed)
+            or self.order.check_chunking(n, event, computed)
+            or self.batch.check_idle_slot(n, event, computed, head)
+            or self.liveness.check_stranded(n, event, head, computed)
             or requests.finish(n, event)
         )
         if finding:
             return finding
+        self.order.after(event)
         for rid, freed in event.freed.items():
             if split or rid not in event.preempted:
                 why = "finished" if rid in event.finished else "freed"

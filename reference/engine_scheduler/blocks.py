@@ -71,7 +71,7 @@ class BlockManager:
         for _ in range(count):
             page, _ = self._free.popitem(last=False)
             h = self._hash_of.pop(page, None)
-            if h is not None:
+            if h is not None:  # its content is overwritten: no later hit may find it (PAGE-6)
                 del self._cached[h]
             self.ref[page] = 1
             pages.append(page)

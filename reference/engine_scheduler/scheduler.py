@@ -156,6 +156,7 @@ class EngineScheduler:
             step.budget -= count
 
     def _victim(self) -> Seq:
+        """The last admitted or lowest priority: the oldest keeps its progress (LIVE-3)."""
         if self.config.victim == "last":
             return self.running[-1]
         return max(self.running, key=lambda s: (s.request.priority, s.index))
@@ -200,7 +201,7 @@ class EngineScheduler:
             fresh = pages_for(known + count, page_size) - len(hits)
             revived = sum(1 for page in hits if page not in self.blocks.ref)
             # The watermark keeps room for running requests to grow; an idle engine ignores it,
-            # or a request bigger than the pool minus the watermark would wait forever.
+            # or a request bigger than the pool minus the watermark would wait forever (LIVE-2).
             keep = cfg.watermark_pages if self.running else 0
             if not self.blocks.can_allocate(fresh + revived, keep):
                 return
@@ -219,6 +220,7 @@ class EngineScheduler:
             step.budget -= count
 
     def _may_chunk(self, step: Step) -> bool:
+        """Whether the admission may be cut to the budget left (BATCH-5)."""
         chunking = self.config.chunking
         return chunking == "all" or (chunking == "first" and not step.computed)
 

@@ -93,7 +93,7 @@ ZOO: tuple[Mutant, ...] = (
            "BATCH-2", _class("StaticAdmitsMidBatch")),
     Mutant("continuous idles", "a freed slot is refilled one iteration late", "BATCH-3",
            _class("ContinuousIdlesAfterFinish")),
-    Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-1",
+    Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-2",
            _class("StarvesAFullPoolRequest")),
     Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
            _class("OvercommitsThePool")),
