@@ -112,7 +112,7 @@ def designs(draw: st.DrawFn, largest: int) -> EngineConfig:
         watermark_pages=draw(st.integers(0, 2)),
         null_page=draw(st.booleans()),
         static=draw(st.booleans()),
-        policy="engine",
+        name="engine",
     )
 
 

@@ -29,7 +29,7 @@ class EngineConfig:
     admission: PageAdmission = "lazy"
     static: bool = False
     """Admit only when nothing runs (static batching, 5.1)."""
-    policy: str = ""
+    name: str = "engine"
 
     def __post_init__(self) -> None:
         if self.chunking != "none" and self.token_budget is None:
@@ -46,7 +46,9 @@ class EngineConfig:
         chunked = self.chunking != "none"
         lesson = self.admission == "peak"
         return TargetProperties(
-            policy=self.policy,
+            # It batches continuously (or statically): the policy's conformance rules apply,
+            # as its other declarations qualify them.
+            policy="static" if self.static else "continuous",
             admission=self.admission,
             token_budget=self.token_budget,
             chunked_prefill=chunked,
@@ -59,22 +61,22 @@ class EngineConfig:
         )
 
 
-VLLM_V1 = EngineConfig(policy="vllm-v1")
+VLLM_V1 = EngineConfig(name="vllm-v1")
 NANO_CHUNKED = EngineConfig(
-    token_budget=512, chunking="first", batching="prefill-first", null_page=False, policy="nano"
+    token_budget=512, chunking="first", batching="prefill-first", null_page=False, name="nano"
 )
-NANO_CLASSIC = replace(NANO_CHUNKED, token_budget=8192, chunking="none", policy="nano-classic")
+NANO_CLASSIC = replace(NANO_CHUNKED, token_budget=8192, chunking="none", name="nano-classic")
 CONTINUOUS = EngineConfig(
     token_budget=None,
     chunking="none",
     prefix_caching=False,
     null_page=False,
     admission="peak",
-    policy="continuous",
+    name="continuous",
 )
-STATIC = replace(CONTINUOUS, static=True, policy="static")
+STATIC = replace(CONTINUOUS, static=True, name="static")
 
 CONFIGS: dict[str, EngineConfig] = {
-    c.policy: c for c in (VLLM_V1, NANO_CHUNKED, NANO_CLASSIC, CONTINUOUS, STATIC)
+    c.name: c for c in (VLLM_V1, NANO_CHUNKED, NANO_CLASSIC, CONTINUOUS, STATIC)
 }
 """Named designs: ``kvsched.reference.engine_scheduler:CONFIGS[name]``."""

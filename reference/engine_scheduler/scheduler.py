@@ -81,8 +81,9 @@ class EngineScheduler:
     @classmethod
     def configured(cls, config: EngineConfig) -> type[EngineScheduler]:
         """A subclass that builds with ``config`` and declares its properties, for ``check``."""
-        name = f"EngineScheduler[{config.policy or 'custom'}]"
-        attrs = {"config": config, "policy": config.policy, "properties": config.properties()}
+        properties = config.properties()
+        name = f"EngineScheduler[{config.name}]"
+        attrs = {"config": config, "policy": properties.policy, "properties": properties}
         return type(name, (cls,), attrs)
 
     # protocol ---------------------------------------------------------------------------------
