@@ -10,7 +10,6 @@ from engines import orca_like
 from engines.shortest_first import ShortestFirst
 from engines.vidur_like import VidurLightLLM, VidurSarathi, VidurVLLM
 from hypothesis import given
-from quality.engine_mutants import ENGINE_MUTANTS, PreemptsOnLowPool, TokenFromNothing
 
 from kvsched.checks.monitor import Monitor, monitor_run
 from kvsched.checks.search.strategies import workloads
@@ -91,23 +90,6 @@ def test_shortest_first_is_checked_against_its_own_order() -> None:
     result = run(w, ShortestFirst, "continuous")
     finding = monitor_run(result, fcfs)
     assert finding is not None and finding.invariant == "BATCH-4"
-
-
-@pytest.mark.parametrize("mutant", ENGINE_MUTANTS, ids=lambda m: m.__name__)
-def test_each_engine_feature_bug_is_caught_with_its_id(mutant: type) -> None:
-    workloads_ = {
-        TokenFromNothing: Workload(
-            "full-hit",
-            Limits(2, 4, 8),
-            (Request("a", 0, 8, 2, "g", 8), Request("b", 3, 8, 2, "g", 8)),
-        ),
-        PreemptsOnLowPool: Workload("thrash", Limits(1, 4, 5), (Request("a", 0, 12, 3),)),
-    }
-    workload = workloads_.get(mutant, generate("shared-prefix", 60, 2))
-    properties = _declared(mutant)
-    result = run(workload, mutant, properties.policy, properties=properties)
-    finding = monitor_run(result, properties)
-    assert finding is not None and finding.invariant == mutant.expected, str(finding)  # type: ignore[attr-defined]
 
 
 def _event(n: int, **fields: object) -> IterationEvent:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
 from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.batching import DecodesTwice, IgnoresBatchLimit
+from kvsched.checks.mutants.paging import NeverReturnsPages
 from kvsched.checks.search.explore import run_stateful
 from kvsched.checks.search.stateful import state_machine, state_machine_test_case
 from kvsched.checks.search.strategies import workloads

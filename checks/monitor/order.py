@@ -19,6 +19,7 @@ from itertools import chain
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.requests import WAITING, RequestLedger
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.text import plural
 
 _WORDS = {
     "fcfs": "first come, first served, preempted requests at the head",
@@ -124,7 +125,7 @@ class OrderRules:
             else "the target declares that only the first request of a batch is chunked"
         )
         message = (
-            f"in iteration {n} {len(partial)} requests computed part of their prompt without "
+            f"in iteration {n} {plural(len(partial), 'request')} computed part of a prompt without "
             f"reaching its end ({', '.join(map(repr, partial[:5]))}), but {what}"
         )
         return Finding("BATCH-5", n, message, requests=tuple(partial))

@@ -24,9 +24,11 @@ WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 class RequestLedger:
     """Per-request state, the waiting queue and the batch, kept in step with the events."""
 
-    def __init__(self, workload: Workload, properties: TargetProperties, checks: set[str]) -> None:
+    def __init__(
+        self, workload: Workload, properties: TargetProperties, applicable: set[str]
+    ) -> None:
         self.properties = properties
-        self.checks = checks
+        self.applicable = applicable
         self.page_size = workload.limits.page_size
         self.requests = {r.id: r for r in workload.requests}
         self.arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: 3.1's order
@@ -126,7 +128,7 @@ class RequestLedger:
                     f"request {rid!r} was admitted again in iteration {n} but {what}",
                     rid,
                 )
-            if "BATCH-2" in self.checks and batch_before:
+            if "BATCH-2" in self.applicable and batch_before:
                 return _found(
                     "BATCH-2",
                     n,

@@ -26,7 +26,7 @@ class ZooError(Exception):
 
 
 class MutantSpec(Protocol):
-    """What the zoo (tests/quality/zoo.py) says about one mutant."""
+    """What a zoo (:data:`.zoo.ZOO`, or a module passed to ``--zoo``) says about one mutant."""
 
     @property
     def name(self) -> str: ...
@@ -87,9 +87,9 @@ _MUTANT_FIELDS = ("name", "bug", "expected", "policy", "timeout", "materialise")
 
 
 def load_zoo(path: Path) -> tuple[MutantSpec, ...]:
-    """The ``ZOO`` tuple of the zoo module at ``path`` (tests/quality/zoo.py in a checkout)."""
+    """The ``ZOO`` tuple of the zoo module at ``path`` (the package's own is :data:`.zoo.ZOO`)."""
     if not path.is_file():
-        raise ZooError(f"{path}: no zoo module here; run from the repository root or pass --zoo")
+        raise ZooError(f"{path}: no such file; --zoo takes a Python module defining ZOO")
     spec = importlib.util.spec_from_file_location("kvsched_mutant_zoo", path)
     if spec is None or spec.loader is None:
         raise ZooError(f"{path}: cannot be imported")

@@ -179,9 +179,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         due = self.due_arrivals()
         event = self.target.step(self.iteration, due)
         if isinstance(event, SchedulerFault):
-            # PROTO-1: the target raised or answered outside the protocol.
-            message = f"{event.call}() failed: {event.message}"
-            self.judge(Finding("PROTO-1", event.iteration, message))
+            # The target raised or answered outside the protocol: the run ends here (PROTO-1).
+            self.judge(self.current_monitor().finish(drained=False, fault=event))
             return
         self.judge(self.current_monitor().observe(event))
         self.events.append(event)
