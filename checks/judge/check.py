@@ -34,7 +34,9 @@ from kvsched.checks.targets.deadline import Deadline, Watch
 from kvsched.checks.targets.isolation import Died, Done, Stuck, isolation_available, run_isolated
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
+from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
+from kvsched.reference.efficiency import measure
 from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
@@ -112,7 +114,7 @@ def check_target(target: Target, options: CheckOptions, watch: Watch | None = No
             size = options.proof_requests
             proved = proved_invariants(policy, size, timeout_s=options.timeout)
             evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
-            verdict = build_verdict(verdict.target, verdict.kind, policy, evidence, None)
+            verdict = verdict_report.with_evidence(verdict, evidence, properties)
         return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
     if isinstance(target, LearnerTarget):
         solution = target.solution
@@ -158,16 +160,29 @@ def check_scheduler(
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
     names: list[str] = []
+    efficiency: tuple[tuple[str, int], ...] = ()  # measured on the first fixed run
+    measured_on = ""
+
+    def verdict(
+        evidence: Evidence, finding: Finding | None, failing: FailingWorkload | None = None
+    ) -> Verdict:
+        return build_verdict(
+            label, kind, policy, evidence, finding, failing, properties=properties,
+            efficiency=efficiency, efficiency_on=measured_on,
+        )  # fmt: skip
+
     for workload, source in fixed:
         names.append(source)
-        finding = trial.monitored(workload)
+        finding, figures = trial.measured(workload)
+        if not measured_on:
+            efficiency, measured_on = figures, source
         if finding is not None:
             evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
             failing, finding = trial.minimise(workload, finding, source)
-            return build_verdict(label, kind, policy, evidence, finding, failing)
+            return verdict(evidence, finding, failing)
     evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
     if not options.hypothesis:
-        return build_verdict(label, kind, policy, evidence, None)
+        return verdict(evidence, None)
     result = trial.search()
     evidence = replace(
         evidence,
@@ -177,9 +192,9 @@ def check_scheduler(
     )
     found = result.counterexample
     if found is None:
-        return build_verdict(label, kind, policy, evidence, None)
+        return verdict(evidence, None)
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
-    return build_verdict(label, kind, policy, evidence, found.finding, failing)
+    return verdict(evidence, found.finding, failing)
 
 
 @dataclass(frozen=True)
@@ -192,13 +207,13 @@ class _Trial:
     options: CheckOptions
     deadline: Deadline
 
-    def monitored(self, workload: Workload) -> Finding | None:
-        """Run ``workload`` through the engine and the monitor: the first finding, if any."""
+    def measured(self, workload: Workload) -> tuple[Finding | None, tuple[tuple[str, int], ...]]:
+        """Run ``workload`` through the engine and the monitor: the first finding, if any, and
+        the run's efficiency figures (EFF-1..EFF-4)."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        return monitor_run(
-            run(workload, self.factory, policy=self.policy, properties=self.properties),
-            self.properties,
-        )
+        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
+        figures = measure(workload, result.events, self.properties).by_id()
+        return monitor_run(result, self.properties), tuple(figures.items())
 
     def search(self, invariant: str | None = None) -> SearchResult:
         from kvsched.checks.search.explore import (
@@ -228,7 +243,7 @@ class _Trial:
         invariant = finding.invariant
 
         def still_fails(candidate: Workload) -> bool:
-            found = self.monitored(candidate)
+            found = self.measured(candidate)[0]
             return found is not None and found.invariant == invariant
 
         smallest = shrink_workload(workload, still_fails)
@@ -238,7 +253,7 @@ class _Trial:
             other = self.search(invariant).counterexample
             if other is not None and _size(other.workload) < _size(smallest):
                 smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
-        small_finding = self.monitored(smallest)
+        small_finding = self.measured(smallest)[0]
         if small_finding is None or small_finding.invariant != invariant:
             return FailingWorkload(workload, source), finding  # the target is not deterministic
         description = (

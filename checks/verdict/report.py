@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.spec.invariants import CATALOGUE, applicable
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import ExitCode, Status, is_policy
 from kvsched.spec.workload import Workload
@@ -75,6 +76,8 @@ class InvariantVerdict:
     title: str
     status: str
     how: str
+    layer: str = "safety"
+    """Its layer of the catalogue (spec/semantics.md, section 8)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,10 @@ class Verdict:
     finding: Finding | None = None
     counterexample: FailingWorkload | None = None
     notes: tuple[str, ...] = ()
+    efficiency: tuple[tuple[str, int], ...] = ()
+    """The efficiency layer's figures (EFF-1..EFF-4), measured, never a violation."""
+    efficiency_on: str = ""
+    """The run they were measured on: "the teaching trace", "the given workload"."""
 
     @property
     def ok(self) -> bool:
@@ -150,6 +157,9 @@ def build_verdict(
     counterexample: FailingWorkload | None = None,
     notes: tuple[str, ...] = (),
     exercised: frozenset[str] | None = None,
+    properties: TargetProperties | None = None,
+    efficiency: tuple[tuple[str, int], ...] = (),
+    efficiency_on: str = "",
 ) -> Verdict:
     """Build the verdict for every invariant of the catalogue from the check's outcome.
 
@@ -157,7 +167,7 @@ def build_verdict(
     not constrain it (``applicable``); not checked if the check stopped before it got evidence
     (``exercised`` names what was exercised, all applicable ones by default); else it holds.
     """
-    applicable_ids = {i.id for i in applicable(policy)}
+    applicable_ids = {i.id for i in applicable(policy, properties)}
     rows = []
     for invariant in CATALOGUE:
         if finding is not None and invariant.id == finding.invariant:
@@ -174,7 +184,10 @@ def build_verdict(
             how = f"stopped at {finding.invariant}"
         else:
             how = evidence.describe(invariant.id)
-        rows.append(InvariantVerdict(invariant.id, invariant.title, status, how))
+        rows.append(InvariantVerdict(invariant.id, invariant.title, status, how, invariant.layer))
+    conformance = [i.id for i in CATALOGUE if i.layer == "conformance" and i.id in applicable_ids]
+    if not conformance:
+        notes = (*notes, UNDECLARED)
     return Verdict(
         target=target,
         kind=kind,
@@ -184,7 +197,29 @@ def build_verdict(
         finding=finding,
         counterexample=counterexample,
         notes=notes,
+        efficiency=efficiency,
+        efficiency_on=efficiency_on,
     )
+
+
+def with_evidence(
+    verdict: Verdict, evidence: Evidence, properties: TargetProperties | None
+) -> Verdict:
+    """A clean verdict again, with more evidence (a proof) behind its rows."""
+    return build_verdict(
+        verdict.target, verdict.kind, verdict.policy, evidence, None, properties=properties,
+        efficiency=verdict.efficiency, efficiency_on=verdict.efficiency_on,
+    )  # fmt: skip
+
+
+UNDECLARED = (
+    "Conformance was not checked: the target declares no policy or admission rule, so it got "
+    "safety, liveness and efficiency only. To have its batching rules checked, declare "
+    "policy = 'continuous' (or 'static') and, where it differs from the lesson, a "
+    "TargetProperties(order=..., chunking=..., budget=..., estimate_admission=...) as "
+    "spec/eventlog.md section 4.6 describes (in an event log: the header's target)."
+)
+"""The sentence a verdict carries when no conformance rule applied."""
 
 
 def _why_not(policy: str) -> str:
