@@ -9,7 +9,6 @@ run of the correct design, the control the zoo's tests check clean.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.jsonl import write_log
@@ -17,7 +16,6 @@ from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Seq, Step
 from kvsched.reference.pool import PoolError
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload
 
@@ -170,8 +168,7 @@ def engine_log(mutant: type[V1], workload: Workload) -> Callable[..., Path]:
         properties = target.properties
         recorded = run(workload, target, properties.policy, properties=properties)
         path = workdir / f"{mutant.__name__}.jsonl"
-        events = tuple(_version_1(event) for event in recorded.events)
-        write_log(replace(recorded, events=events), path, properties)
+        write_log(recorded, path, properties)
         return path
 
     return write
@@ -183,14 +180,3 @@ def _correct(mutant: type[V1]) -> type[V1]:
         properties = mutant.properties
 
     return Correct
-
-
-def _version_1(event: IterationEvent) -> IterationEvent:
-    """The event as a version-1 log holds it: one ``freed`` list per request. Exact unless a
-    request is preempted and frees again in one iteration, which these workloads never do."""
-    if event.preempt_freed is None:
-        return event
-    freed = dict(event.freed)
-    for rid, pages in event.preempt_freed.items():
-        freed[rid] = (*pages, *freed.get(rid, ()))
-    return replace(event, freed=freed, preempt_freed=None)
