@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvsched.reference import POLICIES, RunMetrics, compute_metrics, run
+from kvsched.reference.efficiency import Efficiency, measure
 from kvsched.reference.fastpath import REFERENCE_POLICIES, replay
 from kvsched.spec.protocol import (
     ModelOutput,
@@ -25,7 +26,7 @@ from kvsched.spec.protocol import (
 from kvsched.spec.workload import Limits, Request, Workload
 
 from .progress import Progress
-from .results import RUN_METRIC_UNITS, CaseResult, ResultSet
+from .results import EFFICIENCY_UNITS, RUN_METRIC_UNITS, CaseResult, ResultSet
 from .series import IterationSeries, RequestSpan, iteration_series, request_spans
 
 STEPPED, FAST = "stepped", "fast"
@@ -52,12 +53,19 @@ class CaseRun:
     by the iteration bound (LIVE-1). Empty for a complete run."""
     under_test: bool = False
     """The scheduler is not the reference of its policy's name (``--policies NAME=TARGET``)."""
+    efficiency: Efficiency | None = None
+    """The efficiency layer's figures (EFF-1..EFF-4); None from the fast path."""
 
     @property
     def result(self) -> CaseResult:
         figures = self.metrics.as_dict()
         metrics = {name: _number(figures[name]) for name in RUN_METRIC_UNITS}
-        return CaseResult(self.workload.name, self.policy, metrics, dict(RUN_METRIC_UNITS))
+        units = dict(RUN_METRIC_UNITS)
+        if self.efficiency is not None:
+            for name, unit in EFFICIENCY_UNITS.items():
+                metrics[name] = float(getattr(self.efficiency, name))
+                units[name] = unit
+        return CaseResult(self.workload.name, self.policy, metrics, units)
 
 
 def choose_engine(workload: Workload, policy: str, factory: SchedulerFactory, engine: str) -> str:
@@ -135,6 +143,7 @@ def run_case(
         iteration_series(workload, stepped.events),
         problem,
         under_test=factory is not POLICIES.get(policy),
+        efficiency=measure(workload, stepped.events),
     )
 
 
