@@ -18,9 +18,11 @@ from typing import Any
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 from .bound import RunBound
+from .version2 import malformed_version_2
+from .waiting import WaitingQueue
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,6 @@ def iteration_bound(workload: Workload) -> int:
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
 
-def arrival_order(workload: Workload) -> list[Request]:
-    """Requests in the order they enter the waiting queue: by arrival, ties in declared order."""
-    return sorted(workload.requests, key=lambda r: r.arrival)  # sort is stable
-
-
 def run(
     workload: Workload,
     scheduler_factory: SchedulerFactory,
@@ -77,7 +74,7 @@ def run(
     driver = SchedulerDriver(scheduler_factory, workload.limits)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
-    arrivals = arrival_order(workload)
+    arrivals = arrival_order(workload.requests)
     next_arrival = 0
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []
@@ -118,11 +115,15 @@ class SchedulerDriver:
         except Exception as error:  # a third-party constructor may raise anything: PROTO-1
             self.fault = SchedulerFault(0, "__init__", _describe(error))
         self.members: list[str] = []  # the batch, in admission order
-        self.waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
+        self.waiting = WaitingQueue()
         self.tables: dict[str, tuple[int, ...]] = {}
+        # The page tables schedule() returned last, as returned: a tuple is immutable, so one
+        # handed back again unchanged (the common case) needs no second validation.
+        self.checked: dict[str, Any] = {}
         # Output tokens each request still owes: the model, not the scheduler, knows when a
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
+        self.requeued: list[str] = []  # preempted, waiting again at the queue's head
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -134,27 +135,33 @@ class SchedulerDriver:
             if isinstance(fault, SchedulerFault):
                 return self._stop(fault)
             arrived.append(request.id)
-            self.waiting[request.id] = None
+            self.waiting.arrive(request.id)
             self.owed[request.id] = request.output_tokens
 
         batch = _call(self.scheduler, "schedule", iteration)
-        problem = batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch)
+        problem = (
+            batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch, self.checked)
+        )
         if problem:
             return self._stop(_fault(problem, iteration, "schedule"))
+        self.checked = dict(batch.page_tables)
         for request_id in reversed(batch.preempted):  # each preempted one to the queue's head
             if request_id in self.members:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)
-            self.waiting = {request_id: None, **self.waiting}
+            self.requeued.insert(0, request_id)
         for request_id in batch.admitted:
             if request_id not in self.members:
                 self.members.append(request_id)
-            self.waiting.pop(request_id, None)
+            if request_id in self.requeued:
+                self.requeued.remove(request_id)
+            else:
+                self.waiting.admit(request_id)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
         allocated = {}
         for rid, pages in page_tables.items():
             held = self.tables.get(rid, ())
-            if pages == held:  # the common case, compared in C: nothing new
+            if pages is held or pages == held:  # the common case: nothing new
                 continue
             before = set(held)
             new = tuple(p for p in pages if p not in before)
@@ -163,14 +170,9 @@ class SchedulerDriver:
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
-        stopped = []
         for rid, count in tokens.items():
-            owed = self.owed.get(rid)
-            if owed is not None:
-                self.owed[rid] = owed - count
-                if owed <= count:
-                    stopped.append(rid)
-        output = ModelOutput(tokens, tuple(stopped))
+            self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
+        output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))
         outcome = _call(self.scheduler, "update_from_output", iteration, output)
         problem = outcome if isinstance(outcome, SchedulerFault) else _malformed_outcome(outcome)
         if problem:
@@ -187,7 +189,7 @@ class SchedulerDriver:
             allocated=allocated,
             freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
             free_pages=outcome.free_pages,
-            waiting=tuple(self.waiting) if batch.waiting is None else tuple(batch.waiting),
+            waiting=self._waiting(batch),
             computed=None if batch.computed is None else dict(batch.computed),
             cached=dict(batch.cached),
             shared={rid: tuple(pages) for rid, pages in batch.shared.items()},
@@ -209,6 +211,12 @@ class SchedulerDriver:
             self.tables.pop(request_id, None)
         return event
 
+    def _waiting(self, batch: ScheduledBatch) -> Sequence[str]:
+        """The queue as the target reports it, else arrival order, preempted ones first."""
+        if batch.waiting is not None:
+            return tuple(batch.waiting)
+        return (*self.requeued, *self.waiting.view()) if self.requeued else self.waiting.view()
+
     def _stop(self, fault: SchedulerFault) -> SchedulerFault:
         self.fault = fault
         return fault
@@ -227,7 +235,7 @@ def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
         return SchedulerFault(iteration, method, _describe(error))
 
 
-def _malformed_batch(batch: Any) -> str:
+def _malformed_batch(batch: Any, checked: Mapping[str, Any]) -> str:
     if not isinstance(batch, ScheduledBatch):
         return f"schedule() must return a ScheduledBatch, got {type(batch).__name__}"
     names = ["admitted", "decode", "preempted"] + ([] if batch.waiting is None else ["waiting"])
@@ -235,31 +243,9 @@ def _malformed_batch(batch: Any) -> str:
         value = getattr(batch, name)
         if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
             return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
-    for name in ("page_tables", "shared", "preempt_freed"):
-        problem = _malformed_pages(f"ScheduledBatch.{name}", getattr(batch, name))
-        if problem:
-            return problem
-    if batch.computed is None:
-        if batch.cached or batch.shared or batch.preempted:
-            return (
-                "ScheduledBatch reports prefix-cache hits or preemptions but no 'computed' "
-                "tokens: protocol version 2 needs the tokens each request computed"
-            )
-        return ""
-    return _malformed_counts("ScheduledBatch.computed", batch.computed) or _malformed_counts(
-        "ScheduledBatch.cached", batch.cached
-    )
-
-
-def _malformed_counts(where: str, counts: Any) -> str:
-    if not isinstance(counts, Mapping):
-        return f"{where} must map request ids to token counts, got {type(counts).__name__}"
-    for rid, count in counts.items():
-        if not isinstance(rid, str):
-            return f"{where} has a key that is not a request id: {rid!r}"
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            return f"{where}[{rid!r}] must be an integer >= 0, got {count!r}"
-    return ""
+    return _malformed_pages(
+        "ScheduledBatch.page_tables", batch.page_tables, checked
+    ) or malformed_version_2(batch)
 
 
 def _malformed_outcome(outcome: Any) -> str:
@@ -273,17 +259,33 @@ def _malformed_outcome(outcome: Any) -> str:
     return _malformed_pages("StepOutcome.freed", outcome.freed)
 
 
-def _malformed_pages(where: str, tables: Any) -> str:
+def _malformed_pages(where: str, tables: Any, checked: Mapping[str, Any] | None = None) -> str:
+    """Why ``tables`` is not a mapping of request ids to page ids, or "" if it is.
+
+    A table that is the very tuple ``checked`` holds for its request was validated in an earlier
+    iteration and cannot have changed since; only the others are read page by page.
+    """
     if not isinstance(tables, Mapping):
         return f"{where} must map request ids to page ids, got {type(tables).__name__}"
     for rid, pages in tables.items():
         if not isinstance(rid, str):
             return f"{where} has a key that is not a request id: {rid!r}"
-        if not isinstance(pages, tuple | list) or not all(
-            isinstance(p, int) and not isinstance(p, bool) for p in pages
-        ):
+        if checked and type(pages) is tuple and checked.get(rid) is pages:
+            continue
+        if not isinstance(pages, tuple | list) or not _page_ids(pages):
             return f"{where}[{rid!r}] must be a sequence of integer page ids, got {pages!r}"
     return ""
+
+
+_PLAIN_INT = frozenset({int})
+
+
+def _page_ids(pages: tuple[Any, ...] | list[Any]) -> bool:
+    # Plain ints, the usual case, are recognised in C; an int subclass other than bool is a page
+    # id too, but rare enough to be read one by one.
+    return _PLAIN_INT.issuperset(map(type, pages)) or all(
+        isinstance(p, int) and not isinstance(p, bool) for p in pages
+    )
 
 
 def _describe(error: BaseException) -> str:

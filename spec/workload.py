@@ -7,44 +7,33 @@ the request and the field named. It never repairs a file silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .request_fields import OPTIONAL_FIELDS, optional_json, parse_optional
+from .request_fields import WorkloadError as WorkloadError
+from .strict_json import decode_json
+from .strict_json import json_kind as json_kind
+
 WORKLOAD_FORMAT = 1
-
-
-class WorkloadError(ValueError):
-    """A workload is malformed. The message names the file, the request and the field."""
 
 
 @dataclass(frozen=True)
 class Request:
-    """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``.
-
-    The optional fields (section 1.1) default to the lesson's model: no shared prefix, one
-    priority for everyone.
-    """
+    """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``."""
 
     id: str
     arrival: int
     prompt_tokens: int
     output_tokens: int
+    # Optional (section 1.1, request_fields.py), the lesson's by default: the members of one
+    # non-empty prefix_group share their first min(prefix_tokens) prompt tokens; a lower
+    # priority is served first by a scheduler that declares priority order.
     prefix_group: str = ""
-    """Requests of one non-empty group share the first tokens of their prompts (a system prompt,
-    a few-shot preamble): two members share ``min`` of their ``prefix_tokens``."""
     prefix_tokens: int = 0
-    """How many leading prompt tokens this request shares with its group (0 .. prompt_tokens)."""
     priority: int = 0
-    """Lower is served first by a scheduler that declares priority order, as in vLLM."""
-
-    def shared_prefix(self, other: Request) -> int:
-        """Leading prompt tokens ``self`` and ``other`` have in common (section 1.1)."""
-        if not self.prefix_group or self.prefix_group != other.prefix_group:
-            return 0
-        return min(self.prefix_tokens, other.prefix_tokens)
 
 
 @dataclass(frozen=True)
@@ -77,31 +66,57 @@ def pages_for(tokens: int, page_size: int) -> int:
     return -(-tokens // page_size)
 
 
+def arrival_indices(requests: Sequence[Request]) -> list[int]:
+    """Positions of ``requests`` in the order they enter the waiting queue (3.1): by arrival,
+    ties in declared order."""
+    return sorted(range(len(requests)), key=lambda i: requests[i].arrival)  # sort is stable
+
+
+def arrival_order(requests: Sequence[Request]) -> list[Request]:
+    """``requests`` in the order they enter the waiting queue (3.1)."""
+    return [requests[i] for i in arrival_indices(requests)]
+
+
 def peak_pages(request: Request, page_size: int) -> int:
     """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
 _TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
-_LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
-_REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
-_OPTIONAL_FIELDS = ("prefix_group", "prefix_tokens", "priority")
+
+# Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
+# finite and every structure small: the engine steps through each iteration up to the last
+# arrival, and a learner's state lists every free page of the pool.
+MAX_LIMIT = 65_536
+"""The most decode slots, and the largest page size."""
+MAX_POOL_PAGES = 1 << 20
+MAX_ARRIVAL = 1_000_000
+MAX_TOKENS = 1_000_000
+"""The most prompt tokens, and the most output tokens, of one request."""
+MAX_REQUESTS = 100_000
+MAX_ID_LENGTH = 256
+
+_LIMIT_FIELDS = {  # field -> (minimum, maximum)
+    "batch_limit": (1, MAX_LIMIT),
+    "page_size": (1, MAX_LIMIT),
+    "pool_pages": (1, MAX_POOL_PAGES),
+}
+_REQUEST_FIELDS = {
+    "id": None,
+    "arrival": (0, MAX_ARRIVAL),
+    "prompt_tokens": (0, MAX_TOKENS),
+    "output_tokens": (1, MAX_TOKENS),
+}
 
 
 def load_workload(path: str | Path) -> Workload:
     """Read and validate a workload file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as error:
         raise WorkloadError(f"{path}: cannot read the workload file ({error.strerror})") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise WorkloadError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
-    return parse_workload(document, source=str(path))
+    return parse_workload(decode_json(data, str(path), WorkloadError), source=str(path))
 
 
 def parse_workload(document: Any, source: str = "<workload>") -> Workload:
@@ -114,9 +129,10 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     for field in ("format", "limits", "requests"):
         if field not in document:
             raise WorkloadError(f"{source}: missing field '{field}'")
-    if document["format"] != WORKLOAD_FORMAT:
+    if type(document["format"]) is not int or document["format"] != WORKLOAD_FORMAT:
         raise WorkloadError(
-            f"{source}: field 'format' must be {WORKLOAD_FORMAT}, got {document['format']!r}"
+            f"{source}: field 'format' must be {WORKLOAD_FORMAT} (an integer), got "
+            f"{json_kind(document['format'])} {_shown(document['format'])}"
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
@@ -137,24 +153,17 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
             "page_size": workload.limits.page_size,
             "pool_pages": workload.limits.pool_pages,
         },
-        "requests": [_request_to_json(r) for r in workload.requests],
+        "requests": [
+            {
+                "id": r.id,
+                "arrival": r.arrival,
+                "prompt_tokens": r.prompt_tokens,
+                "output_tokens": r.output_tokens,
+            }
+            | optional_json(r.prefix_group, r.prefix_tokens, r.priority)
+            for r in workload.requests
+        ],
     }
-
-
-def _request_to_json(request: Request) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        "id": request.id,
-        "arrival": request.arrival,
-        "prompt_tokens": request.prompt_tokens,
-        "output_tokens": request.output_tokens,
-    }
-    # Optional fields only when set, so a lesson workload's file is unchanged (section 1.1).
-    if request.prefix_group:
-        document["prefix_group"] = request.prefix_group
-        document["prefix_tokens"] = request.prefix_tokens
-    if request.priority:
-        document["priority"] = request.priority
-    return document
 
 
 def _parse_limits(raw: Any, source: str) -> Limits:
@@ -163,10 +172,10 @@ def _parse_limits(raw: Any, source: str) -> Limits:
         raise WorkloadError(f"{where}: must be a JSON object, got {json_kind(raw)}")
     _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
     values = {}
-    for field, minimum in _LIMIT_FIELDS.items():
+    for field, bounds in _LIMIT_FIELDS.items():
         if field not in raw:
             raise WorkloadError(f"{where}: missing field '{field}'")
-        values[field] = _integer(raw[field], minimum, f"{where}: field '{field}'")
+        values[field] = _integer(raw[field], bounds, f"{where}: field '{field}'")
     return Limits(**values)
 
 
@@ -177,22 +186,28 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
         )
     if not raw:
         raise WorkloadError(f"{source}: field 'requests' is empty; a workload needs a request")
+    if len(raw) > MAX_REQUESTS:
+        raise WorkloadError(
+            f"{source}: field 'requests' holds {len(raw)} requests, more than the "
+            f"{MAX_REQUESTS} a workload may (schemas/workload.schema.json); split it"
+        )
     requests: list[Request] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         label = f"{source}: request #{index}"
         if not isinstance(item, Mapping):
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-        if "id" in item and isinstance(item["id"], str):
+        if "id" in item and _is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, {*_REQUEST_FIELDS, *_OPTIONAL_FIELDS}, label, "request")
+        _reject_unknown(item, {*_REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
         request_id = item["id"]
-        if not isinstance(request_id, str) or not request_id:
+        if not _is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
             raise WorkloadError(
-                f"{label}: field 'id' must be a non-empty string, got {request_id!r}"
+                f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
+                f"characters (UTF-8, no lone surrogates), got {_shown(request_id)}"
             )
         if request_id in seen:
             raise WorkloadError(
@@ -201,46 +216,14 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             )
         seen[request_id] = index
         numbers = {
-            field: _integer(item[field], minimum, f"{label}: field '{field}'")
-            for field, minimum in _REQUEST_FIELDS.items()
-            if minimum is not None
+            field: _integer(item[field], bounds, f"{label}: field '{field}'")
+            for field, bounds in _REQUEST_FIELDS.items()
+            if bounds is not None
         }
         lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
-        requests.append(Request(request_id, *lengths, **_optional(item, numbers, label)))
+        optional = parse_optional(item, numbers["prompt_tokens"], label)
+        requests.append(Request(request_id, *lengths, **optional))
     return tuple(requests)
-
-
-def _optional(item: Mapping[str, Any], numbers: dict[str, int], label: str) -> dict[str, Any]:
-    """The optional fields of a request (section 1.1), checked against its prompt."""
-    values: dict[str, Any] = {}
-    if "priority" in item:
-        priority = item["priority"]
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise WorkloadError(
-                f"{label}: field 'priority' must be an integer, got {json_kind(priority)} "
-                f"{priority!r}"
-            )
-        values["priority"] = priority
-    if "prefix_group" not in item and "prefix_tokens" not in item:
-        return values
-    if "prefix_group" not in item or "prefix_tokens" not in item:
-        raise WorkloadError(
-            f"{label}: fields 'prefix_group' and 'prefix_tokens' go together: a shared prefix "
-            "names its group and its length"
-        )
-    group = item["prefix_group"]
-    if not isinstance(group, str) or not group:
-        raise WorkloadError(
-            f"{label}: field 'prefix_group' must be a non-empty string, got {group!r}"
-        )
-    length = _integer(item["prefix_tokens"], 0, f"{label}: field 'prefix_tokens'")
-    if length > numbers["prompt_tokens"]:
-        raise WorkloadError(
-            f"{label}: field 'prefix_tokens' is {length} but the prompt has only "
-            f"{numbers['prompt_tokens']} tokens; a shared prefix is part of the prompt"
-        )
-    values.update(prefix_group=group, prefix_tokens=length)
-    return values
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
@@ -256,19 +239,48 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
             )
 
 
-def _integer(value: Any, minimum: int, where: str) -> int:
+def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {value!r}")
+    if type(value) is not int:
+        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {_shown(value)}")
+    minimum, maximum = bounds
     if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {value}")
+        raise WorkloadError(f"{where} must be >= {minimum}, got {_shown(value)}")
+    if value > maximum:
+        raise WorkloadError(
+            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
+            f"{_shown(value)}"
+        )
     return value
 
 
 def _text(value: Any, source: str, field: str) -> str:
-    if not isinstance(value, str):
-        raise WorkloadError(f"{source}: field '{field}' must be a string, got {json_kind(value)}")
-    return value
+    if not _is_text(value):
+        raise WorkloadError(
+            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
+            f"{_shown(value)}"
+        )
+    return str(value)
+
+
+def _is_text(value: Any) -> bool:
+    """A string that can be printed and written back as UTF-8 (no lone surrogates)."""
+    if type(value) is not str:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: short, and printable whatever it holds."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {len(str(value))} digits"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
@@ -278,16 +290,3 @@ def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: s
             f"{where}: unknown field '{unknown[0]}' in {what} "
             f"(known fields: {', '.join(sorted(known))})"
         )
-
-
-def json_kind(value: Any) -> str:
-    """The JSON name of a decoded value's type, for error messages ("integer", "array", ...)."""
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)

@@ -20,6 +20,7 @@ from kvsched.checks.eventlog.lines import (
     LOG_FORMAT,
     LOG_VERSION,
     EventLogError,
+    check_engine_ids,
     event_json,
     parse_event,
     parse_fault,
@@ -93,10 +94,15 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise EventLogError(f"{path}: cannot read the event log ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise EventLogError(
+            f"{path}: not UTF-8 text (byte {error.start}: {error.reason}); an event log is UTF-8"
+        ) from None
     lines = text.splitlines()
     if not lines:
         raise EventLogError(f"{path}: empty; an event log starts with a header line")
     workload, properties = parse_header(parse_object(lines[0], path, 1), path)
+    known = {r.id for r in workload.requests}
     events: list[IterationEvent] = []
     fault: SchedulerFault | None = None
     explicit: bool | None = None  # whether the lines carry 'computed': all of them or none
@@ -114,6 +120,7 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
                 f"{where}: field 'type' must be 'iteration' or 'fault', got {kind!r}"
             )
         event = parse_event(document, where)
+        check_engine_ids(event, known, where)
         if event.iteration != len(events) + 1:
             raise EventLogError(
                 f"{where}: field 'iteration' must be {len(events) + 1} "

@@ -7,15 +7,20 @@ raises :class:`EventLogError` naming the file, the line and the field.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
+from kvsched.spec.strict_json import parse_json_text
+from kvsched.spec.workload import (
+    Workload,
+    WorkloadError,
+    json_kind,
+    parse_workload,
+)
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1
@@ -65,17 +70,16 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    # json writes tuples as arrays, but only a dict as an object: copy any other mapping.
-    return dict(value) if isinstance(value, Mapping) else value
+    # json writes tuples and lists as arrays, a dict as an object: copy any other kind.
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | tuple | list):
+        return list(value)
+    return value
 
 
 def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        document = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise EventLogError(
-            f"{path}: line {number}: not valid JSON (column {error.colno}: {error.msg})"
-        ) from None
+    document = parse_json_text(line, f"{path}: line {number}", EventLogError)
     if not isinstance(document, dict):
         raise EventLogError(
             f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
@@ -95,7 +99,7 @@ def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, Target
     for field, value in expected.items():
         if field not in document:
             raise EventLogError(f"{where}: missing field '{field}'")
-        if document[field] != value or isinstance(document[field], bool):
+        if type(document[field]) is not type(value) or document[field] != value:
             raise EventLogError(
                 f"{where}: field '{field}' must be {value!r}, got {document[field]!r}"
             )
@@ -107,6 +111,12 @@ def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, Target
         properties = parse_properties(document["target"], where=f"{where}: field 'target'")
     except (WorkloadError, PropertiesError) as error:
         raise EventLogError(str(error)) from None
+    outside = [page for page in properties.reserved_pages if page >= workload.limits.pool_pages]
+    if outside:
+        raise EventLogError(
+            f"{where}: field 'target': reserved page {outside[0]} lies outside the pool of "
+            f"{workload.limits.pool_pages} pages (ids 0 to {workload.limits.pool_pages - 1})"
+        )
     if not properties.policy:
         raise EventLogError(
             f"{where}: field 'target': missing field 'policy' (a log declares "
@@ -182,3 +192,14 @@ def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
         raise EventLogError(
             f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(sorted(known))})"
         )
+
+
+def check_engine_ids(event: IterationEvent, known: set[str], where: str) -> None:
+    """``arrived`` and ``waiting`` are the engine's own records: only the workload's requests."""
+    for name in ("arrived", "waiting"):
+        unknown = [rid for rid in getattr(event, name) if rid not in known]
+        if unknown:
+            raise EventLogError(
+                f"{where}: field '{name}' names {unknown[0]!r}, which is not a request of the "
+                "header's workload"
+            )

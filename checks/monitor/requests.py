@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Workload, arrival_order
 
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 
@@ -31,7 +31,7 @@ class RequestLedger:
         self.applicable = applicable
         self.page_size = workload.limits.page_size
         self.requests = {r.id: r for r in workload.requests}
-        self.arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: 3.1's order
+        self.arrivals = arrival_order(workload.requests)
         self.next_arrival = 0
         self.state: dict[str, str] = {}  # absent: not arrived yet
         self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order

@@ -43,7 +43,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
-from kvsched.spec.workload import Limits, Request, Workload, workload_to_json
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order, workload_to_json
 
 
 class StatefulFailure(AssertionError):
@@ -196,7 +196,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             r for r in self.requests if r.arrival < self.iteration and r.id not in self.delivered
         ]
         self.delivered.update(r.id for r in due)
-        return sorted(due, key=lambda r: r.arrival)  # stable: ties stay in declared order
+        return arrival_order(due)
 
     def current_monitor(self) -> Monitor:
         if self.monitor is None:
