@@ -10,8 +10,10 @@ from xml.etree import ElementTree
 import pytest
 
 from kvsched.cli import main
+from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineScheduler
 from kvsched.spec.invariants import BY_ID, EFFICIENCY
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits
 
 ENGINE = "kvsched.reference.engine_scheduler:VLLMV1Scheduler"
@@ -47,3 +49,17 @@ def test_a_target_declaring_no_policy_is_told_conformance_was_not_checked(
     assert "Conformance was not checked" in out and "policy = 'continuous'" in out
     assert main(["check", ENGINE]) == 0
     assert "Conformance was not checked" not in capsys.readouterr().out
+
+
+class DeclaresPreemptionSpeaksTheLesson(ContinuousScheduler):
+    """Declares preemption but answers in the lesson protocol: no computed tokens."""
+
+    properties = TargetProperties(policy="continuous", preemption=True, admission="lazy")
+
+
+def test_a_class_declaring_preemption_gets_a_verdict_not_exit_3(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", f"{__file__}:DeclaresPreemptionSpeaksTheLesson"]) == 1
+    out = capsys.readouterr().out
+    assert "PROTO-1 violated" in out and "ScheduledBatch.computed" in out
