@@ -10,13 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .json_fields import WorkloadError
+
 OPTIONAL_FIELDS = ("prefix_group", "prefix_tokens", "priority")
-
-
-class WorkloadError(ValueError):
-    """A workload is malformed. The message names the file, the request and the field.
-
-    Defined here, where the first request fields are read, and exported by :mod:`.workload`."""
 
 
 MAX_PRIORITY = 1_000_000

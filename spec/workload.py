@@ -12,10 +12,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .json_fields import WorkloadError as WorkloadError
+from .json_fields import integer as _integer
+from .json_fields import is_text as _is_text
+from .json_fields import reject_unknown as _reject_unknown
+from .json_fields import shown as _shown
+from .json_fields import text as _text
 from .request_fields import OPTIONAL_FIELDS, optional_json, parse_optional
-from .request_fields import WorkloadError as WorkloadError
 from .strict_json import decode_json
 from .strict_json import json_kind as json_kind
+from .vocabulary import (
+    DEFAULT_PERCENTILE_METHOD,
+    PERCENTILE_METHODS,
+    PercentileMethod,
+    is_percentile_method,
+)
 
 WORKLOAD_FORMAT = 1
 
@@ -53,6 +64,8 @@ class Workload:
     limits: Limits
     requests: tuple[Request, ...]
     description: str = ""
+    percentile_method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
+    """How its P50 and P95 waits are taken (section 7.4): the convention its figures use."""
 
     def request(self, request_id: str) -> Request:
         for request in self.requests:
@@ -82,7 +95,7 @@ def peak_pages(request: Request, page_size: int) -> int:
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
-_TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
+_TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
 
 # Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
 # finite and every structure small: the engine steps through each iteration up to the last
@@ -136,18 +149,38 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
+    method = document.get("percentile_method", DEFAULT_PERCENTILE_METHOD)
+    if not is_percentile_method(method):
+        raise WorkloadError(
+            f"{source}: field 'percentile_method' is {method!r}, not one of numpy's percentile "
+            f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
+        )
     limits = _parse_limits(document["limits"], source)
     requests = _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)
-    return Workload(name=name, limits=limits, requests=requests, description=description)
+    return Workload(
+        name=name,
+        limits=limits,
+        requests=requests,
+        description=description,
+        percentile_method=method,
+    )
 
 
 def workload_to_json(workload: Workload) -> dict[str, Any]:
-    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged."""
-    return {
+    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged.
+
+    The percentile method is written only when it is not the default, so files that never
+    declared one stay as they were.
+    """
+    document: dict[str, Any] = {
         "format": WORKLOAD_FORMAT,
         "name": workload.name,
         "description": workload.description,
+    }
+    if workload.percentile_method != DEFAULT_PERCENTILE_METHOD:
+        document["percentile_method"] = workload.percentile_method
+    return document | {
         "limits": {
             "batch_limit": workload.limits.batch_limit,
             "page_size": workload.limits.page_size,
@@ -237,56 +270,3 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
                 f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
                 "it could never be admitted"
             )
-
-
-def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
-    # bool is an int subclass in Python, but true/false is never a length in a workload file.
-    if type(value) is not int:
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {_shown(value)}")
-    minimum, maximum = bounds
-    if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {_shown(value)}")
-    if value > maximum:
-        raise WorkloadError(
-            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
-            f"{_shown(value)}"
-        )
-    return value
-
-
-def _text(value: Any, source: str, field: str) -> str:
-    if not _is_text(value):
-        raise WorkloadError(
-            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
-            f"{_shown(value)}"
-        )
-    return str(value)
-
-
-def _is_text(value: Any) -> bool:
-    """A string that can be printed and written back as UTF-8 (no lone surrogates)."""
-    if type(value) is not str:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(value: Any) -> str:
-    """A value for an error message: short, and printable whatever it holds."""
-    if type(value) is int and value.bit_length() > 64:
-        return f"an integer of {len(str(value))} digits"
-    text = repr(value)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    return text.encode("ascii", "backslashreplace").decode("ascii")
-
-
-def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise WorkloadError(
-            f"{where}: unknown field '{unknown[0]}' in {what} "
-            f"(known fields: {', '.join(sorted(known))})"
-        )

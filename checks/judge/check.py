@@ -35,7 +35,14 @@ from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
 from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.files import make_folder, write_file
-from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
+from kvsched.checks.verdict.report import (
+    Evidence,
+    FailingWorkload,
+    Report,
+    Verdict,
+    build_verdict,
+    with_allocator,
+)
 from kvsched.reference.efficiency import measure
 from kvsched.reference.engine import run
 from kvsched.spec.invariants import CATALOGUE
@@ -64,6 +71,8 @@ class CheckOptions:
     max_examples: int | None = None
     hypothesis: bool = True
     teaching_trace: bool = True
+    strict_inputs: bool = False
+    """Grade what ``allocate_kv_pages`` does outside the exercise's inputs (else advice)."""
     timeout: float = 10.0
     """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
     proof_requests: int = 5
@@ -104,16 +113,15 @@ def check_target(
         solution = target.solution
         allocator = None
         if solution.allocate_kv_pages is not None:
-            allocator = check_allocator(solution.allocate_kv_pages, deadline)
+            allocator = check_allocator(solution.allocate_kv_pages, deadline, options.strict_inputs)
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
                 factory = learner_factory(solution.schedule_iteration, policy)
-                verdicts.append(
-                    check_scheduler(
-                        target.spec, "learner", factory, policy, None, options, deadline
-                    )
+                verdict = check_scheduler(
+                    target.spec, "learner", factory, policy, None, options, deadline
                 )
+                verdicts.append(with_allocator(verdict, allocator))
         notes = (
             ()
             if solution.schedule_iteration
@@ -200,9 +208,9 @@ class _Trial:
         return monitor_run(result, self.properties), tuple(figures.items())
 
     def search(self, invariant: str | None = None) -> SearchResult:
-        from kvsched.checks.search.explore import (
-            search,  # Hypothesis is imported only when it is used
-        )
+        # Hypothesis is imported only when it is used.
+        from kvsched.checks.search.explore import search
+        from kvsched.checks.search.strategies import workloads
 
         self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
         options = self.options
@@ -213,6 +221,8 @@ class _Trial:
             options.max_examples,
             properties=self.properties,
             invariant=invariant,
+            # Looking for a smaller witness of a known violation: small workloads only.
+            strategy=None if invariant is None else workloads(),
         )
 
     def minimise(

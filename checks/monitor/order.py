@@ -54,7 +54,8 @@ class OrderRules:
         """The request the declared order serves next, after this iteration's admissions."""
         if self.order in ("priority", "shortest-first"):
             return self._least(frozenset())
-        return event.waiting[0] if event.waiting else self.ledger.head()
+        # next(iter(...)): the head without materialising a long queue
+        return next(iter(event.waiting), None) if event.waiting else self.ledger.head()
 
     def _least(self, admitted: frozenset[str]) -> str | None:
         """The least key among the waiting and the ``admitted`` not yet accounted for."""

@@ -30,12 +30,18 @@ def render_table(report: Report, reproduce: str = "") -> str:
         if allocator.finding is None:
             blocks.append(
                 f"allocate_kv_pages: holds on {allocator.calls} cases "
-                "(exact values, 0 tokens, full and partial pages, bad inputs; section 2)"
+                "(exact values from 0 tokens to 10**30, full and partial pages; section 2)"
             )
         else:
             blocks.append(
                 f"allocate_kv_pages: VIOLATES {allocator.finding.invariant} "
                 f"({BY_ID[allocator.finding.invariant].title})\n  {allocator.finding.message}"
+            )
+        if allocator.advice:
+            blocks.append(
+                "Advice, not graded (inputs outside the exercise's domain are the caller's "
+                "responsibility; --strict-inputs grades them):\n"
+                + "\n".join(f"  {line}" for line in allocator.advice)
             )
     for verdict in report.verdicts:
         blocks.append(_render_verdict(verdict, reproduce))
@@ -115,7 +121,12 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "allocator": None
         if allocator is None
-        else {"calls": allocator.calls, "finding": _finding_json(allocator.finding)},
+        else {
+            "ok": allocator.ok,
+            "calls": allocator.calls,
+            "finding": _finding_json(allocator.finding),
+            "advice": list(allocator.advice),
+        },
         "verdicts": [_verdict_json(v) for v in report.verdicts],
         "notes": list(report.notes),
     }
@@ -154,6 +165,7 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
             "log_iterations": evidence.log_iterations,
         },
         "finding": _finding_json(verdict.finding),
+        "allocator_finding": _finding_json(verdict.allocator_finding),
         "counterexample": None
         if failing is None
         else {
@@ -205,8 +217,10 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
                 ),
                 name=f"{row.invariant} {row.title}",
             )
-            if row.status == VIOLATED and verdict.finding is not None:
-                _failure(suite, case, verdict.finding.message, explain(verdict, reproduce))
+            finding = verdict.finding_for(row.invariant)
+            if row.status == VIOLATED and finding is not None:
+                details = explain(verdict, reproduce) if finding is verdict.finding else ""
+                _failure(suite, case, finding.message, details or finding.message)
             elif row.status in (NOT_APPLICABLE, NOT_CHECKED):
                 ElementTree.SubElement(case, "skipped", message=f"{row.status}: {row.how}")
                 suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))

@@ -13,7 +13,7 @@ These are plain frozen dataclasses: the check builds them in a child process and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.spec.invariants import CATALOGUE, applicable
@@ -110,10 +110,20 @@ class Verdict:
     """The efficiency layer's figures (EFF-1..EFF-4), measured, never a violation."""
     efficiency_on: str = ""
     """The run they were measured on: "the teaching trace", "the given workload"."""
+    allocator_finding: Finding | None = None
+    """The learner's ``allocate_kv_pages``, called directly, broke one of this table's
+    invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
 
     @property
     def ok(self) -> bool:
-        return self.finding is None
+        return self.finding is None and self.allocator_finding is None
+
+    def finding_for(self, invariant: str) -> Finding | None:
+        """The finding that makes ``invariant`` violated: the runs' own, else the allocator's."""
+        for finding in (self.finding, self.allocator_finding):
+            if finding is not None and finding.invariant == invariant:
+                return finding
+        return None
 
 
 @dataclass(frozen=True)
@@ -122,10 +132,35 @@ class AllocatorVerdict:
 
     calls: int
     finding: Finding | None
+    advice: tuple[str, ...] = ()
+    """What it does outside the exercise's inputs that the Pythonic way would not: not graded
+    unless ``--strict-inputs``."""
 
     @property
     def ok(self) -> bool:
         return self.finding is None
+
+
+def with_allocator(verdict: Verdict, allocator: AllocatorVerdict | None) -> Verdict:
+    """``verdict`` with the allocator's finding in its row, so one invariant has one verdict.
+
+    A learner's tables come from runs whose page counts the monitor checks; the allocator is
+    checked by direct calls. When those calls break PAGE-1, the tables' PAGE-1 row says so too.
+    """
+    if allocator is None or allocator.finding is None:
+        return verdict
+    finding = allocator.finding
+    rows = tuple(
+        replace(
+            row,
+            status=VIOLATED,
+            how=f"allocate_kv_pages called directly ({allocator.calls} calls): see above",
+        )
+        if row.invariant == finding.invariant and row.status != VIOLATED
+        else row
+        for row in verdict.invariants
+    )
+    return replace(verdict, invariants=rows, allocator_finding=finding)
 
 
 @dataclass(frozen=True)

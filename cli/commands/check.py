@@ -100,6 +100,13 @@ def register(subparsers: Any) -> None:
         help="for the reference schedulers, cite Z3 induction proofs over N symbolic requests "
         "(0: skip; default 5)",
     )
+    parser.add_argument(
+        "--strict-inputs",
+        action="store_true",
+        help="grade what a learner's allocate_kv_pages does outside the exercise's inputs "
+        "(TypeError for a wrong type, ValueError for a value out of range); by default that is "
+        "advice, not a finding",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write JUnit XML")
     parser.add_argument(
@@ -137,6 +144,7 @@ def main(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         hypothesis=not args.no_hypothesis,
         timeout=args.timeout,
+        strict_inputs=args.strict_inputs,
         proof_requests=args.z3_requests,
     )
     try:
