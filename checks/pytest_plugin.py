@@ -138,8 +138,9 @@ class KvschedItem(pytest.Item):
             return
 
     def _report(self) -> Any:
-        from kvsched.checks.judge.check import CheckOptions, check_target, save_failing_workloads
+        from kvsched.checks.judge.check import CheckOptions, check_target
         from kvsched.checks.judge.hosted import check_hosted
+        from kvsched.checks.verdict.files import save_failing_workloads
         from kvsched.spec.workload import load_workload
 
         reports = self.config.stash[_REPORTS]

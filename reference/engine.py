@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
-from .tracebacks import user_frames
+from .bound import RunBound
+from .tracebacks import describe_failure
+from .version2 import malformed_version_2
 from .waiting import WaitingQueue
 
 
@@ -60,8 +63,13 @@ def run(
     scheduler_factory: SchedulerFactory,
     policy: str = "",
     max_iterations: int | None = None,
+    properties: TargetProperties | None = None,
 ) -> Run:
-    """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound."""
+    """Run ``scheduler_factory(workload.limits)`` over ``workload`` until it drains or the bound.
+
+    The bound is the lesson's (3.6) plus what ``properties`` earn (:class:`.bound.RunBound`).
+    """
+    allowance = RunBound(workload, properties) if max_iterations is None else None
     bound = iteration_bound(workload) if max_iterations is None else max_iterations
     policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
     driver = SchedulerDriver(scheduler_factory, workload.limits)
@@ -73,6 +81,8 @@ def run(
     events: list[IterationEvent] = []
     iteration = 0
     while len(finished_ever) < len(workload.requests) and iteration < bound:
+        if allowance is not None:
+            bound = max(bound, allowance.value)
         iteration += 1
         # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
         # scheduler cannot admit what it has not been handed (REQ-1).
@@ -84,6 +94,8 @@ def run(
             return Run(workload, policy, tuple(events), fault=outcome, drained=False)
         events.append(outcome)
         finished_ever.update(outcome.finished)
+        if allowance is not None:
+            allowance.observe(outcome)
     drained = len(finished_ever) == len(workload.requests)
     return Run(workload, policy, tuple(events), drained=drained)
 
@@ -102,13 +114,17 @@ class SchedulerDriver:
         try:
             self.scheduler = factory(limits)
         except Exception as error:  # a third-party constructor may raise anything: PROTO-1
-            self.fault = SchedulerFault(0, "__init__", _describe(error))
+            self.fault = SchedulerFault(0, "__init__", describe_failure(error))
         self.members: list[str] = []  # the batch, in admission order
         self.waiting = WaitingQueue()
         self.tables: dict[str, tuple[int, ...]] = {}
         # The page tables schedule() returned last, as returned: a tuple is immutable, so one
         # handed back again unchanged (the common case) needs no second validation.
         self.checked: dict[str, Any] = {}
+        # Output tokens each request still owes: the model, not the scheduler, knows when a
+        # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
+        self.owed: dict[str, int] = {}
+        self.requeued: list[str] = []  # preempted, waiting again at the queue's head
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -121,6 +137,7 @@ class SchedulerDriver:
                 return self._stop(fault)
             arrived.append(request.id)
             self.waiting.arrive(request.id)
+            self.owed[request.id] = request.output_tokens
 
         batch = _call(self.scheduler, "schedule", iteration)
         problem = (
@@ -129,10 +146,18 @@ class SchedulerDriver:
         if problem:
             return self._stop(_fault(problem, iteration, "schedule"))
         self.checked = dict(batch.page_tables)
+        for request_id in reversed(batch.preempted):  # each preempted one to the queue's head
+            if request_id in self.members:
+                self.members.remove(request_id)
+            self.tables.pop(request_id, None)
+            self.requeued.insert(0, request_id)
         for request_id in batch.admitted:
             if request_id not in self.members:
                 self.members.append(request_id)
-            self.waiting.admit(request_id)
+            if request_id in self.requeued:
+                self.requeued.remove(request_id)
+            else:
+                self.waiting.admit(request_id)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
         allocated = {}
         for rid, pages in page_tables.items():
@@ -145,7 +170,10 @@ class SchedulerDriver:
                 allocated[rid] = new
 
         # 3.4 Decode: the model produces one token per decode entry.
-        output = ModelOutput(dict(Counter(batch.decode)))
+        tokens = dict(Counter(batch.decode))
+        for rid, count in tokens.items():
+            self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
+        output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))
         outcome = _call(self.scheduler, "update_from_output", iteration, output)
         problem = outcome if isinstance(outcome, SchedulerFault) else _malformed_outcome(outcome)
         if problem:
@@ -162,7 +190,16 @@ class SchedulerDriver:
             allocated=allocated,
             freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
             free_pages=outcome.free_pages,
-            waiting=self.waiting.view(),
+            waiting=self._waiting(batch),
+            computed=None if batch.computed is None else dict(batch.computed),
+            cached=dict(batch.cached),
+            shared={rid: tuple(pages) for rid, pages in batch.shared.items()},
+            preempted=tuple(batch.preempted),
+            preempt_freed=(
+                None
+                if batch.computed is None and not batch.preempted
+                else {rid: tuple(pages) for rid, pages in batch.preempt_freed.items()}
+            ),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
         self.tables = dict(page_tables)
@@ -174,6 +211,12 @@ class SchedulerDriver:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)
         return event
+
+    def _waiting(self, batch: ScheduledBatch) -> Sequence[str]:
+        """The queue as the target reports it, else arrival order, preempted ones first."""
+        if batch.waiting is not None:
+            return tuple(batch.waiting)
+        return (*self.requeued, *self.waiting.view()) if self.requeued else self.waiting.view()
 
     def _stop(self, fault: SchedulerFault) -> SchedulerFault:
         self.fault = fault
@@ -193,18 +236,21 @@ def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
         # An adapter (the learner's) names the function the user wrote, not the protocol's.
         call = getattr(error, "call", method)
         return SchedulerFault(
-            iteration, call if isinstance(call, str) else method, _describe(error)
+            iteration, call if isinstance(call, str) else method, describe_failure(error)
         )
 
 
 def _malformed_batch(batch: Any, checked: Mapping[str, Any]) -> str:
     if not isinstance(batch, ScheduledBatch):
         return f"schedule() must return a ScheduledBatch, got {type(batch).__name__}"
-    for name in ("admitted", "decode"):
+    names = ["admitted", "decode", "preempted"] + ([] if batch.waiting is None else ["waiting"])
+    for name in names:
         value = getattr(batch, name)
         if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
             return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
-    return _malformed_pages("ScheduledBatch.page_tables", batch.page_tables, checked)
+    return _malformed_pages(
+        "ScheduledBatch.page_tables", batch.page_tables, checked
+    ) or malformed_version_2(batch)
 
 
 def _malformed_outcome(outcome: Any) -> str:
@@ -245,16 +291,6 @@ def _page_ids(pages: tuple[Any, ...] | list[Any]) -> bool:
     return _PLAIN_INT.issuperset(map(type, pages)) or all(
         isinstance(p, int) and not isinstance(p, bool) for p in pages
     )
-
-
-def _describe(error: BaseException) -> str:
-    cause = error.__cause__ if getattr(error, "call", None) else None
-    shown = cause if cause is not None else error
-    text = f"{type(shown).__name__}: {shown}"
-    if cause is not None and str(error):
-        text += f"\n{error}"  # what the adapter saw before the error: a likely cause
-    where = user_frames(error)
-    return f"{text}\n{where}" if where else text
 
 
 def _name(factory: Any) -> str:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvsched.spec.workload import (
@@ -65,6 +65,9 @@ class Family:
     page_size: int = 16
     load: float = 0.95
     """Offered load: arrivals per iteration over the rate the batch slots can decode."""
+    prefix_groups: int = 0
+    """With ``k > 0``, each request joins one of ``k`` prefix groups (section 1.1), drawn from
+    its own stream so the arrivals and lengths stay those of the family without groups."""
 
 
 def _family(arrivals: str, lengths: str, pool: str, **limits: int) -> Family:
@@ -78,6 +81,11 @@ FAMILIES: dict[str, Family] = {
 
 SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
 """The large-replay shape: batch limit 256, mean output about 200 tokens."""
+
+SHARED_PREFIX = Family("shared-prefix", "bursty", "long", "tight", batch_limit=16, prefix_groups=4)
+"""Prefix caching's shape: long prompts in four groups that share a system prompt."""
+
+NAMED = {f.name: f for f in (SCALE, SHARED_PREFIX)}
 
 
 CHECK_FAMILIES = (
@@ -101,13 +109,13 @@ def check_workloads() -> tuple[Workload, ...]:
 
 
 def family_named(name: str) -> Family:
-    """The family called ``name`` (one of :data:`FAMILIES`, or ``scale``)."""
-    if name == SCALE.name:
-        return SCALE
+    """The family called ``name`` (one of :data:`FAMILIES`, ``scale`` or ``shared-prefix``)."""
+    if name in NAMED:
+        return NAMED[name]
     try:
         return FAMILIES[name]
     except KeyError:
-        known = ", ".join([*FAMILIES, SCALE.name])
+        known = ", ".join([*FAMILIES, *NAMED])
         raise ValueError(f"unknown workload family {name!r} (known: {known})") from None
 
 
@@ -160,6 +168,8 @@ def generate(family: Family | str, size: int, seed: int) -> Workload:
         Request(f"r{index}", arrival, *_lengths(length_rng, family.lengths))
         for index, arrival in enumerate(arrivals)
     )
+    if family.prefix_groups:
+        requests = _with_prefixes(random.Random(f"{family.name}/{seed}/prefixes"), family, requests)
     limits = Limits(
         batch_limit=family.batch_limit,
         page_size=family.page_size,
@@ -171,6 +181,19 @@ def generate(family: Family | str, size: int, seed: int) -> Workload:
         requests=requests,
         description=f"kvsched.reference.families.generate({family.name!r}, {size}, {seed})",
     )
+
+
+def _with_prefixes(
+    rng: random.Random, family: Family, requests: tuple[Request, ...]
+) -> tuple[Request, ...]:
+    """Each request joins a group and shares up to the group's prefix length of its prompt."""
+    lengths = [_uniform(rng, 1, 8) * family.page_size for _ in range(family.prefix_groups)]
+    grouped = []
+    for request in requests:
+        group = _uniform(rng, 0, family.prefix_groups - 1)
+        shared = min(lengths[group], request.prompt_tokens)
+        grouped.append(replace(request, prefix_group=f"g{group}", prefix_tokens=shared))
+    return tuple(grouped)
 
 
 def _uniform(rng: random.Random, low: int, high: int) -> int:

@@ -53,3 +53,15 @@ def _is_user(filename: str) -> bool:
     path = os.path.abspath(filename)
     real = os.path.realpath(filename)
     return not any(p.startswith(root + os.sep) for root in _NOT_USER for p in (path, real))
+
+
+def describe_failure(error: BaseException) -> str:
+    """A target's error for a fault's message: its type and text, a likely cause the adapter
+    saw first, and the user's own frames."""
+    cause = error.__cause__ if getattr(error, "call", None) else None
+    shown = cause if cause is not None else error
+    text = f"{type(shown).__name__}: {shown}"
+    if cause is not None and str(error):
+        text += f"\n{error}"  # what the adapter saw before the error: a likely cause
+    where = user_frames(error)
+    return f"{text}\n{where}" if where else text

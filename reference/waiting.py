@@ -43,10 +43,11 @@ class QueueView(Sequence[str]):
         return self._stop - self._start - len(self._gone)
 
     def __iter__(self) -> Iterator[str]:
-        window = self._order[self._start : self._stop]
-        if not self._gone:
-            return iter(window)
-        return (rid for rid in window if rid not in self._gone)
+        # Lazy: a reader that wants only the head (the monitor's admission order) pays for
+        # the ids it takes, not for the whole queue.
+        order, gone = self._order, self._gone
+        ids = (order[i] for i in range(self._start, self._stop))
+        return ids if not gone else (rid for rid in ids if rid not in gone)
 
     @overload
     def __getitem__(self, index: int) -> str: ...

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kvsched.reference import POLICIES, RunMetrics, compute_metrics, run
+from kvsched.reference.efficiency import Efficiency, measure
 from kvsched.reference.fastpath import REFERENCE_POLICIES, replay
 from kvsched.spec.protocol import (
     ModelOutput,
@@ -25,7 +26,13 @@ from kvsched.spec.protocol import (
 from kvsched.spec.workload import Limits, Request, Workload
 
 from .progress import Progress
-from .results import RUN_METRIC_UNITS, CaseResult, ResultSet, workload_content
+from .results import (
+    EFFICIENCY_UNITS,
+    RUN_METRIC_UNITS,
+    CaseResult,
+    ResultSet,
+    workload_content,
+)
 from .series import IterationSeries, RequestSpan, iteration_series, request_spans
 
 STEPPED, FAST = "stepped", "fast"
@@ -52,17 +59,24 @@ class CaseRun:
     by the iteration bound (LIVE-1). Empty for a complete run."""
     under_test: bool = False
     """The scheduler is not the reference of its policy's name (``--policies NAME=TARGET``)."""
+    efficiency: Efficiency | None = None
+    """The efficiency layer's figures (EFF-1..EFF-4); None from the fast path."""
 
     @property
     def result(self) -> CaseResult:
         figures = self.metrics.as_dict()
         metrics = {name: _number(figures[name]) for name in RUN_METRIC_UNITS}
+        units = dict(RUN_METRIC_UNITS)
+        if self.efficiency is not None:
+            for name, unit in EFFICIENCY_UNITS.items():
+                metrics[name] = float(getattr(self.efficiency, name))
+                units[name] = unit
         limits = self.workload.limits
         return CaseResult(
             self.workload.name,
             self.policy,
             metrics,
-            dict(RUN_METRIC_UNITS),
+            units,
             content=workload_content(self.workload.requests),
             limits={
                 "batch_limit": limits.batch_limit,
@@ -147,6 +161,7 @@ def run_case(
         iteration_series(workload, stepped.events),
         problem,
         under_test=factory is not POLICIES.get(policy),
+        efficiency=measure(workload, stepped.events),
     )
 
 

@@ -87,6 +87,15 @@ RUN_METRIC_UNITS = {
 }
 """The scalar metrics of spec/semantics.md section 7 (``RunMetrics``) and their units."""
 
+EFFICIENCY_UNITS = {
+    "idle_slot_iterations": "slot-iterations",
+    "unused_page_iterations": "page-iterations",
+    "preemptions": "preemptions",
+    "recomputed_tokens": "tokens",
+}
+"""The efficiency layer's figures (spec/semantics.md section 8, EFF-1..EFF-4) and their units:
+measured on every stepped run and reported, never a violation."""
+
 
 def workload_content(requests: Any) -> str:
     """A digest of a workload's requests (ids, arrivals, lengths, in declared order): two runs

@@ -49,8 +49,13 @@ class IterationEvent:
     shared: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Pages of ``allocated`` that a request took by reference (prefix sharing), not fresh."""
     preempted: tuple[str, ...] = ()
-    """Requests preempted in this iteration: they released every page (listed in ``freed``)
-    before this iteration's allocation and went back to the head of the waiting queue."""
+    """Requests preempted in this iteration: they released every page (listed in ``freed``, or
+    in ``preempt_freed`` when that is set) before this iteration's allocation and went back to
+    the waiting queue."""
+    preempt_freed: Mapping[str, tuple[int, ...]] | None = None
+    """Pages released by this iteration's preemptions, apart from ``freed``, which then holds only
+    the releases at the end of the iteration. ``None``: ``freed`` holds both (version 1 logs), so
+    a request preempted, re-admitted and finished in one iteration cannot be told apart there."""
 
     @property
     def pages_in_use(self) -> int:

@@ -1,14 +1,34 @@
-"""The invariant catalogue (spec/semantics.md, section 8), as data.
+"""The invariant catalogue (spec/semantics.md, section 8), as data, in layers.
 
 Each invariant has a stable id that findings, reports, tests and the reference cite. ``applies_to``
 names the policies it constrains ("any" for every scheduler); ``enforced_by`` says where the
 reference enforces it and which checks verify it. tests/test_catalogue.py holds every id to a
 registered monitor check, a mutant of the zoo and a row of the prose table.
+
+The layers (section 8) say what a violation means. **Safety** holds for every engine whatever it
+declares; **liveness** is about progress; **conformance** applies only where the target declares
+the rule (a policy, an admission order, a chunking mode); **efficiency** is measured, never
+violated: :data:`EFFICIENCY` lists its figures, which carry no invariant id.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .properties import TargetProperties
+from .vocabulary import LAYERS, Layer
+
+__all__ = [
+    "BY_ID",
+    "CATALOGUE",
+    "EFFICIENCY",
+    "LAYERS",
+    "Figure",
+    "Invariant",
+    "Layer",
+    "applicable",
+    "layer_of",
+]
 
 
 @dataclass(frozen=True)
@@ -18,6 +38,16 @@ class Invariant:
     rationale: str
     applies_to: tuple[str, ...]
     enforced_by: str
+    layer: Layer = "safety"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An efficiency figure: measured and reported for every run, never a violation."""
+
+    id: str
+    title: str
+    definition: str
 
 
 CATALOGUE: tuple[Invariant, ...] = (
@@ -58,6 +88,15 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Overcommit means out-of-memory on a real device.",
         ("any",),
         "reference/scheduler.py can_admit; monitor; Z3 induction",
+    ),
+    Invariant(
+        "PAGE-6",
+        "A prefix-cache hit takes only pages holding that very prefix, and no more tokens "
+        "than they hold",
+        "A page evicted and reused, or a stale hash, hands a request another request's keys "
+        "and values: wrong output with no error.",
+        ("any",),
+        "reference/engine_scheduler/blocks.py allocate; monitor (checks/monitor/prefix.py)",
     ),
     Invariant(
         "DEC-1",
@@ -112,6 +151,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "This is what static batching means; a mid-batch admission is a different policy.",
         ("static",),
         "reference/static.py admission_open; monitor; Z3 induction",
+        layer="conformance",
     ),
     Invariant(
         "BATCH-3",
@@ -119,13 +159,26 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Work conservation is continuous batching's whole point.",
         ("continuous",),
         "reference/continuous.py admission_open; monitor",
+        layer="conformance",
     ),
     Invariant(
         "BATCH-4",
-        "Admission follows the declared order: by arrival, ties in workload order",
-        "FCFS fairness; skipping the head is how requests starve.",
-        ("static", "continuous"),
-        "reference/scheduler.py schedule; monitor",
+        "Admission follows the declared order: fcfs (by arrival, ties in workload order, "
+        "preempted requests at the head), priority or shortest prompt first",
+        "Fairness as promised; skipping the head is how requests starve. The queue is the "
+        "target's own, as it reports it.",
+        ("static", "continuous", "declared"),
+        "reference/scheduler.py schedule; monitor (checks/monitor/order.py)",
+        layer="conformance",
+    ),
+    Invariant(
+        "BATCH-5",
+        "Prompts are chunked only as declared: never, or only the first request of a batch",
+        "nano-vllm chunks only the first prompt of a batch; a chunk elsewhere is a different "
+        "engine, whose admission and budget figures mean something else.",
+        ("declared",),
+        "reference/engine_scheduler/scheduler.py _may_chunk; monitor (checks/monitor/order.py)",
+        layer="conformance",
     ),
     Invariant(
         "LIVE-1",
@@ -133,6 +186,26 @@ CATALOGUE: tuple[Invariant, ...] = (
         "Even one request at a time finishes by then; a request still waiting is starved.",
         ("any",),
         "reference/engine.py iteration_bound; monitor; Z3 bounded model checking",
+        layer="liveness",
+    ),
+    Invariant(
+        "LIVE-2",
+        "No request waits while nothing runs and the pool and the budget could hold it",
+        "An idle engine with a fitting request at the head of its queue is stranded: whatever "
+        "its admission rule, it never gets going again.",
+        ("any",),
+        "reference/engine_scheduler/scheduler.py _admit; monitor (checks/monitor/liveness.py)",
+        layer="liveness",
+    ),
+    Invariant(
+        "LIVE-3",
+        "No request is preempted twice without progress in between: no token produced and no "
+        "KV computed beyond what any request held before",
+        "Preemption that makes no progress cycles through the same states forever (thrash).",
+        ("any",),
+        "reference/engine_scheduler/scheduler.py _victim; monitor (checks/monitor/liveness.py); "
+        "Z3 bounded model",
+        layer="liveness",
     ),
     Invariant(
         "PROTO-1",
@@ -145,7 +218,55 @@ CATALOGUE: tuple[Invariant, ...] = (
 
 BY_ID: dict[str, Invariant] = {invariant.id: invariant for invariant in CATALOGUE}
 
+EFFICIENCY: tuple[Figure, ...] = (
+    Figure(
+        "EFF-1",
+        "Idle slot-iterations while a fitting request waited",
+        "Per iteration, the free slots while the head of the waiting queue's prompt and output "
+        "so far plus one token fitted the free pages; summed over the run. Head-of-line "
+        "blocking, first-only chunking, padded budgets and periodic prefill cost this by design.",
+    ),
+    Figure(
+        "EFF-2",
+        "Pages reserved but unused (page-iterations)",
+        "Per iteration, the pages held beyond ceil(KV tokens / page size) of each active request, "
+        "summed over the run: what whole-prompt or max-length reservation costs.",
+    ),
+    Figure(
+        "EFF-3",
+        "Preemptions",
+        "Requests sent back to the waiting queue by recompute preemption, counted per event.",
+    ),
+    Figure(
+        "EFF-4",
+        "Recomputed tokens",
+        "KV tokens computed again after a preemption had dropped them.",
+    ),
+)
+"""The efficiency layer: figures measured on every run and reported, never a violation."""
 
-def applicable(policy: str) -> tuple[Invariant, ...]:
-    """The invariants that constrain a scheduler declaring ``policy``."""
-    return tuple(i for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to)
+
+def layer_of(invariant_id: str) -> Layer:
+    """The layer of a catalogue id, or ``efficiency`` for a figure's id."""
+    invariant = BY_ID.get(invariant_id)
+    return invariant.layer if invariant is not None else "efficiency"
+
+
+def applicable(policy: str, properties: TargetProperties | None = None) -> tuple[Invariant, ...]:
+    """The invariants that constrain a scheduler declaring ``policy`` and ``properties``.
+
+    Conformance rules apply where declared: BATCH-4 under the declared admission order (the
+    policy's fcfs for static and continuous unless another is declared, none otherwise), BATCH-5
+    where a chunking mode is declared.
+    """
+    ids = {i.id for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to}
+    if properties is not None:
+        order = properties.order
+        if order is None:
+            order = "fcfs" if policy in ("static", "continuous") else "none"
+        ids.discard("BATCH-4")
+        if order != "none":
+            ids.add("BATCH-4")
+        if properties.chunking is not None:
+            ids.add("BATCH-5")
+    return tuple(i for i in CATALOGUE if i.id in ids)

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .vocabulary import BUDGET_MODES, CHUNKINGS, ORDERS, AdmissionOrder, BudgetMode, Chunking
 from .workload import Limits, Request, pages_for
 
 ADMISSION_MODES = ("peak", "lazy")
@@ -56,6 +57,15 @@ class TargetProperties:
     Without it a reservation spans at most the request's own prompt plus output."""
     reserved_pages: tuple[int, ...] = ()
     watermark_pages: int = 0
+    # Admission as declarations (eventlog.md 4.6): each is checked only where it is declared.
+    order: AdmissionOrder | None = None
+    """The admission order; ``None``: the policy's (fcfs for static and continuous, else none)."""
+    chunking: Chunking | None = None
+    """Which prompts may be chunked; ``None``: not declared ("all" with ``chunked_prefill``)."""
+    budget: BudgetMode = "sum"
+    estimate_admission: bool = False
+    """Admission by an estimate of future tokens, or prefill only every few iterations
+    (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, str):
@@ -70,6 +80,31 @@ class TargetProperties:
                 raise PropertiesError(
                     f"field '{name}' must be a boolean, got {getattr(self, name)!r}"
                 )
+        vocabularies: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+            ("order", self.order, ORDERS),
+            ("chunking", self.chunking, CHUNKINGS),
+            ("budget", self.budget, BUDGET_MODES),
+        )
+        for field_name, value, options in vocabularies:
+            if value is not None and value not in options:
+                raise PropertiesError(
+                    f"field '{field_name}' must be one of {', '.join(options)}, got {value!r}"
+                )
+        if not isinstance(self.estimate_admission, bool):
+            raise PropertiesError(
+                f"field 'estimate_admission' must be a boolean, got {self.estimate_admission!r}"
+            )
+        if self.chunking in ("all", "first") and not self.chunked_prefill:
+            raise PropertiesError(
+                f"field 'chunking' is {self.chunking!r} but 'chunked_prefill' is false: declare "
+                "chunked_prefill (with a token_budget) to chunk prompts"
+            )
+        if self.chunking == "none" and self.chunked_prefill:
+            raise PropertiesError(
+                "field 'chunking' is 'none' but 'chunked_prefill' is true: declare one"
+            )
+        if self.budget == "padded" and self.token_budget is None:
+            raise PropertiesError("field 'budget' is 'padded' but no 'token_budget' is declared")
         _optional_int(self.token_budget, "token_budget", 1)
         _optional_int(self.max_model_len, "max_model_len", 1)
         _optional_int(self.watermark_pages, "watermark_pages", 0)
@@ -92,6 +127,19 @@ class TargetProperties:
     def lesson_model(self) -> bool:
         """True when nothing but the policy is declared: the lesson's model applies unchanged."""
         return self == TargetProperties(policy=self.policy)
+
+    @property
+    def declared_order(self) -> AdmissionOrder:
+        """The admission order BATCH-4 checks: the declared one, else the policy's."""
+        if self.order is not None:
+            return self.order
+        return "fcfs" if self.policy in ("static", "continuous") else "none"
+
+    @property
+    def declared_chunking(self) -> Chunking:
+        if self.chunking is not None:
+            return self.chunking
+        return "all" if self.chunked_prefill else "none"
 
     @property
     def computes_explicitly(self) -> bool:
@@ -119,12 +167,17 @@ class TargetProperties:
 
 
 _FIELDS = tuple(TargetProperties.__dataclass_fields__)
+_ADMISSION_FIELDS = ("order", "chunking", "budget", "estimate_admission")
 
 
 def properties_to_json(properties: TargetProperties) -> dict[str, Any]:
     """The JSON object of a declaration; :func:`parse_properties` reads it back unchanged."""
     document: dict[str, Any] = {name: getattr(properties, name) for name in _FIELDS}
     document["reserved_pages"] = list(properties.reserved_pages)
+    # The admission declarations only when made, so a log that makes none reads as before.
+    for name in _ADMISSION_FIELDS:
+        if document[name] == TargetProperties.__dataclass_fields__[name].default:
+            del document[name]
     return document
 
 

@@ -25,6 +25,14 @@ or the check is told on the command line (``kvsched check pkg.mod:MyScheduler --
 continuous``, which also overrides a declaration). A scheduler that declares neither is checked
 against every other invariant, and the check says in words which ones it could not check and how
 to declare the policy, rather than show them as quietly "not applicable".
+
+**Version 2** (section 4.1) is vLLM's token accounting: there is no prefill or decode phase, each
+request has computed tokens that catch up with its tokens. A batch that sets ``computed`` reports,
+per request, the tokens computed this iteration (a prompt chunk, a recompute or one decode token),
+and may report prefix-cache hits, shared pages, preemptions with the pages they released, and its
+waiting queue. The lesson protocol is version 2 with those fields left at their defaults, so
+existing schedulers keep working unchanged. Every field is a plain int, string, tuple or mapping
+of them, so the data crosses a process boundary as it is.
 """
 
 from __future__ import annotations
@@ -47,12 +55,36 @@ class ScheduledBatch:
     page_tables: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Physical page ids held by every active request, including this iteration's new pages."""
 
+    # Version 2 (section 4.1). The defaults are the lesson protocol.
+    computed: Mapping[str, int] | None = None
+    """Tokens whose KV each request computes in this iteration; ``None``: the lesson model (the
+    admission iteration computes the prompt and the first token, each later one a token). A
+    request absent from the mapping computes nothing."""
+    cached: Mapping[str, int] = field(default_factory=dict)
+    """Tokens whose KV a request took from the prefix cache in this iteration, not computed."""
+    shared: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Pages new in a request's table that it took by reference (a prefix-cache hit)."""
+    preempted: tuple[str, ...] = ()
+    """Requests preempted by recompute in this ``schedule()``, before any allocation: they left
+    the batch, released their pages and went back to the waiting queue."""
+    preempt_freed: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """The pages each preempted request released. Kept apart from :attr:`StepOutcome.freed` so
+    that a request preempted, re-admitted and finished in one iteration frees each page once."""
+    waiting: tuple[str, ...] | None = None
+    """The waiting queue after this ``schedule()``, head first, as the scheduler holds it; the
+    monitor checks the declared admission order against it instead of predicting it. ``None``:
+    not reported (the engine keeps arrival order, preempted requests at the head)."""
+
 
 @dataclass(frozen=True)
 class ModelOutput:
     """What the model produced in one iteration: tokens per request (1 per decode entry)."""
 
     tokens: Mapping[str, int]
+    stopped: tuple[str, ...] = ()
+    """Requests whose token in this iteration was their last (an EOS or ``max_tokens``): how a
+    scheduler that does not read ``Request.output_tokens`` learns a request is done, as real
+    engines do."""
 
 
 @dataclass(frozen=True)

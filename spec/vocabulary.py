@@ -49,6 +49,38 @@ Status = Literal["holds", "violated", "not applicable", "not checked"]
 earlier violation before it was exercised."""
 STATUSES: tuple[Status, ...] = get_args(Status)
 
+Layer = Literal["safety", "liveness", "conformance", "efficiency"]
+"""The layers of the invariant catalogue (spec/semantics.md, section 8), in the order verdicts and
+reports show them: safety holds for every engine, liveness is progress, conformance applies where
+declared, efficiency is measured and never violated."""
+LAYERS: tuple[Layer, ...] = get_args(Layer)
+
+AdmissionOrder = Literal["fcfs", "priority", "shortest-first", "none"]
+"""Which waiting request a target admits next (BATCH-4): by arrival with preempted requests at
+the head; by ``Request.priority`` then arrival; by shortest prompt then arrival; or no promise."""
+ORDERS: tuple[AdmissionOrder, ...] = get_args(AdmissionOrder)
+
+Chunking = Literal["all", "first", "none"]
+"""Which prompts may be computed over several iterations (BATCH-5): any (vLLM), only the first
+request of a batch (nano-vllm), or none (every prompt is computed whole)."""
+CHUNKINGS: tuple[Chunking, ...] = get_args(Chunking)
+
+BudgetMode = Literal["sum", "padded"]
+"""How the token budget counts a batch: the sum of the tokens computed (vLLM), or padded, batch
+size times the longest request's tokens (vidur's vLLM-style scheduler)."""
+BUDGET_MODES: tuple[BudgetMode, ...] = get_args(BudgetMode)
+
+Batching = Literal["mixed", "prefill-first"]
+"""How the engine scheduler composes an iteration (section 10.1): running requests then
+admissions in one batch (vLLM v1), or prefills first and decodes only without them (nano-vllm)."""
+
+Victim = Literal["last", "priority"]
+"""Whom recompute preemption evicts (section 10.4): the last admitted, or the lowest priority."""
+
+PageAdmission = Literal["lazy", "peak"]
+"""``peak``: the lesson's commitment of peak pages at admission (3.2); ``lazy``: pages taken as
+tokens are computed, preempting when they run out."""
+
 
 Step = Literal["bound", "preemption", "admission", "decode", "pages", "slots", "completion"]
 """Where in an iteration a check of the catalogue runs, in the order of spec/semantics.md,

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .strict_json import decode_json, is_text, json_kind, shown_value
+from .json_fields import WorkloadError as WorkloadError
+from .json_fields import integer as _integer
+from .json_fields import reject_unknown as _reject_unknown
+from .json_fields import text as _text
+from .request_fields import OPTIONAL_FIELDS, optional_json, parse_optional
+from .strict_json import decode_json, is_text, shown_value
+from .strict_json import json_kind as json_kind
 from .vocabulary import (
     DEFAULT_PERCENTILE_METHOD,
     PERCENTILE_METHODS,
@@ -23,10 +29,6 @@ from .vocabulary import (
 WORKLOAD_FORMAT = 1
 
 
-class WorkloadError(ValueError):
-    """A workload is malformed. The message names the file, the request and the field."""
-
-
 @dataclass(frozen=True)
 class Request:
     """A request: arrives at ``arrival`` with ``prompt_tokens``, asks for ``output_tokens``."""
@@ -35,6 +37,12 @@ class Request:
     arrival: int
     prompt_tokens: int
     output_tokens: int
+    # Optional (section 1.1, request_fields.py), the lesson's by default: the members of one
+    # non-empty prefix_group share their first min(prefix_tokens) prompt tokens; a lower
+    # priority is served first by a scheduler that declares priority order.
+    prefix_group: str = ""
+    prefix_tokens: int = 0
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,7 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
                 "prompt_tokens": r.prompt_tokens,
                 "output_tokens": r.output_tokens,
             }
+            | optional_json(r.prefix_group, r.prefix_tokens, r.priority)
             for r in workload.requests
         ],
     }
@@ -224,7 +233,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
         if "id" in item and is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
+        _reject_unknown(item, {*_REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
@@ -245,7 +254,9 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             for field, bounds in _REQUEST_FIELDS.items()
             if bounds is not None
         }
-        requests.append(Request(id=request_id, **numbers))
+        lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
+        optional = parse_optional(item, numbers["prompt_tokens"], label)
+        requests.append(Request(request_id, *lengths, **optional))
     return tuple(requests)
 
 
@@ -260,38 +271,3 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
                 f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
                 "it could never be admitted"
             )
-
-
-def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
-    # bool is an int subclass in Python, but true/false is never a length in a workload file.
-    if type(value) is not int:
-        raise WorkloadError(
-            f"{where} must be an integer, got {json_kind(value)} {shown_value(value)}"
-        )
-    minimum, maximum = bounds
-    if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {shown_value(value)}")
-    if value > maximum:
-        raise WorkloadError(
-            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
-            f"{shown_value(value)}"
-        )
-    return value
-
-
-def _text(value: Any, source: str, field: str) -> str:
-    if not is_text(value):
-        raise WorkloadError(
-            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
-            f"{shown_value(value)}"
-        )
-    return str(value)
-
-
-def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise WorkloadError(
-            f"{where}: unknown field '{unknown[0]}' in {what} "
-            f"(known fields: {', '.join(sorted(known))})"
-        )

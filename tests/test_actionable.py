@@ -70,14 +70,14 @@ def test_undeclared_policy_is_said_in_words(tmp_path: Path) -> None:
     )
     report = check_target(load_target(f"{path}:Undeclared"), FAST)
     text = render_table(report)
-    assert "Not checked: BATCH-2, BATCH-3, BATCH-4" in text
+    assert "Conformance was not checked (BATCH-2, BATCH-3, BATCH-4" in text
     assert 'policy = "continuous"' in text and "--policy" in text
     assert "every invariant holds" not in text
     assert "some were not checked (no policy declared)" in text
     declared = check_target(load_target(f"{path}:Undeclared"), CheckOptions(
         hypothesis=False, proof_requests=0, policy="continuous"
     ))  # fmt: skip
-    assert "Not checked" not in render_table(declared)
+    assert "Conformance was not checked" not in render_table(declared)
 
 
 def test_the_lessons_allocator_passes_through_the_host_even_for_10_30(tmp_path: Path) -> None:

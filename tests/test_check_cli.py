@@ -278,9 +278,9 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
         check=False, env=env,
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
-    # The reference: 14 invariants hold, BATCH-3 does not apply to static batching. The mutant:
-    # REQ-2 fails, BATCH-2 does not apply, the 13 others were not checked past the violation.
-    assert "1 failed, 15 passed, 16 skipped" in result.stdout
+    # The reference: 18 invariants hold, BATCH-3 and BATCH-5 do not apply to static batching.
+    # The mutant: REQ-2 fails, the 19 others do not apply or were not checked past it.
+    assert "1 failed, 18 passed, 21 skipped" in result.stdout
     assert f"FAILED ::kvsched[{MUTANTS}.batching:FinishesTwice][continuous][REQ-2]" in result.stdout
     assert "REQ-2 violated in iteration" in result.stdout
     assert "Smallest failing workload" in result.stdout

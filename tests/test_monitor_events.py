@@ -112,7 +112,7 @@ def test_end_of_run_findings_have_iteration_0() -> None:
 def test_messages_name_a_few_requests_and_count_the_rest() -> None:
     for count, words in ((5, "'r4';"), (7, "'r4' and 2 more;")):
         w = workload((1, 4, 8), *((f"r{i}", 0, 1, 1) for i in range(count)))
-        finding = monitor_run(run(w, NeverAdmits))
+        finding = Monitor(w, "static").finish(drained=False)
         assert finding is not None and finding.invariant == "LIVE-1"
         assert words in finding.message and len(finding.requests) == count
 
@@ -129,10 +129,13 @@ def test_idle_iterations_after_the_drain_are_fine() -> None:
 
 
 def test_events_past_the_bound_are_live_1() -> None:
-    result = run(W, NeverAdmits)
-    assert len(result.events) == iteration_bound(W)
-    idle = replace(result.events[-1], iteration=len(result.events) + 1)
-    finding = monitor_run(replace(result, events=(*result.events, idle)))
+    # Admitted, but never computing: nothing is stranded in the queue (LIVE-2 does not apply),
+    # yet the run does not drain by the bound.
+    dawdles = TargetProperties(preemption=True, admission="lazy")
+    first = replace(run(W, NeverAdmits).events[0], admitted=("a",), active=("a",), computed={})
+    later = replace(first, arrived=(), admitted=(), waiting=("b", "c"))
+    events = [first, *(replace(later, iteration=n) for n in range(2, iteration_bound(W) + 2))]
+    finding = monitor_run(Run(W, "", tuple(events)), dawdles)
     assert finding is not None
     assert (finding.invariant, finding.iteration) == ("LIVE-1", iteration_bound(W) + 1)
 
@@ -154,10 +157,14 @@ def test_bad_use_of_the_monitor_is_a_value_error() -> None:
     event = run(W, ContinuousScheduler).events[1]
     with pytest.raises(ValueError, match="expected iteration 1"):
         monitor.observe(event)
-    with pytest.raises(ValueError, match="computed"):
-        Monitor(W, "continuous", TargetProperties(preemption=True, admission="lazy")).observe(
-            run(W, ContinuousScheduler).events[0]
-        )
+
+
+def test_a_declaration_the_answers_cannot_back_is_a_protocol_finding() -> None:
+    # A class that declares preemption but speaks the lesson protocol: a verdict, not a crash.
+    declared = TargetProperties(preemption=True, admission="lazy")
+    finding = Monitor(W, "continuous", declared).observe(run(W, ContinuousScheduler).events[0])
+    assert finding is not None and finding.invariant == "PROTO-1"
+    assert "ScheduledBatch.computed" in finding.message
 
 
 def test_only_changed_tables_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:

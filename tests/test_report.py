@@ -125,7 +125,9 @@ def test_fast_path_gives_the_stepped_figures_and_spans() -> None:
     for policy, factory in POLICIES.items():
         stepped = run_case(workload, policy, factory, STEPPED)
         fast = run_case(workload, policy, factory, FAST)
-        assert fast.result == stepped.result
+        # the section-7 figures agree; the efficiency figures come from stepped runs only
+        assert fast.metrics == stepped.metrics and fast.efficiency is None
+        assert fast.result.metrics.items() <= stepped.result.metrics.items()
         assert fast.spans == stepped.spans
         assert fast.series is None
 

@@ -49,6 +49,13 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
     document: dict[str, Any] = {"type": "iteration"}
     for name in _REQUIRED:
         document[name] = _plain(getattr(event, name))
+    if event.preempt_freed is not None:
+        # Version 1 has one 'freed' list per request: preemption's releases join it. Exact
+        # unless a request preempted in an iteration also frees in it (spec/eventlog.md 4.6).
+        freed = {rid: tuple(pages) for rid, pages in event.freed.items()}
+        for rid, pages in event.preempt_freed.items():
+            freed[rid] = (*pages, *freed.get(rid, ()))
+        document["freed"] = freed
     optional = {
         "computed": event.computed,
         "cached": event.cached or None,

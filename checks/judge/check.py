@@ -17,11 +17,8 @@ otherwise (:mod:`kvsched.checks.targets.deadline`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvsched.checks.judge.allocator import check_allocator
@@ -33,7 +30,7 @@ from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
-from kvsched.checks.verdict.files import make_folder, write_file
+from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.report import (
     Evidence,
     FailingWorkload,
@@ -42,14 +39,14 @@ from kvsched.checks.verdict.report import (
     build_verdict,
     with_allocator,
 )
+from kvsched.reference.efficiency import measure
 from kvsched.reference.engine import run
 from kvsched.reference.families import CHECK_SOURCE, check_workloads
-from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.vocabulary import POLICY_NAMES
-from kvsched.spec.workload import Workload, workload_to_json
+from kvsched.spec.workload import Workload
 
 if TYPE_CHECKING:
     from kvsched.checks.search.explore import SearchResult
@@ -108,7 +105,7 @@ def check_target(
             size = options.proof_requests
             proved = proved_invariants(policy, size, timeout_s=options.timeout)
             evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
-            verdict = build_verdict(verdict.target, verdict.kind, policy, evidence, None)
+            verdict = verdict_report.with_evidence(verdict, evidence, properties)
         return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
     if isinstance(target, LearnerTarget):
         solution = target.solution
@@ -156,18 +153,31 @@ def check_scheduler(
         # A learner's dict-based state costs seconds per thousand requests; classes run these.
         fixed.extend((w, CHECK_SOURCE) for w in check_workloads())
     names: list[str] = []
+    efficiency: tuple[tuple[str, int], ...] = ()  # measured on the first fixed run
+    measured_on = ""
+
+    def verdict(
+        evidence: Evidence, finding: Finding | None, failing: FailingWorkload | None = None
+    ) -> Verdict:
+        return build_verdict(
+            label, kind, policy, evidence, finding, failing, properties=properties,
+            efficiency=efficiency, efficiency_on=measured_on,
+        )  # fmt: skip
+
     runs = 0
     for workload, source in fixed:
         runs += 1
         names += [source] if source not in names else []
-        finding = trial.monitored(workload)
+        finding, figures = trial.measured(workload)
+        if not measured_on:
+            efficiency, measured_on = figures, source
         if finding is not None:
             evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
             failing, finding = trial.minimise(workload, finding, source)
-            return build_verdict(label, kind, policy, evidence, finding, failing)
+            return verdict(evidence, finding, failing)
     evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
     if not options.hypothesis:
-        return build_verdict(label, kind, policy, evidence, None)
+        return verdict(evidence, None)
     result = trial.search()
     evidence = replace(
         evidence,
@@ -177,9 +187,9 @@ def check_scheduler(
     )
     found = result.counterexample
     if found is None:
-        return build_verdict(label, kind, policy, evidence, None)
+        return verdict(evidence, None)
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
-    return build_verdict(label, kind, policy, evidence, found.finding, failing)
+    return verdict(evidence, found.finding, failing)
 
 
 @dataclass(frozen=True)
@@ -192,10 +202,13 @@ class _Trial:
     options: CheckOptions
     deadline: Deadline
 
-    def monitored(self, workload: Workload) -> Finding | None:
-        """Run ``workload`` through the engine and the monitor: the first finding, if any."""
+    def measured(self, workload: Workload) -> tuple[Finding | None, tuple[tuple[str, int], ...]]:
+        """Run ``workload`` through the engine and the monitor: the first finding, if any, and
+        the run's efficiency figures (EFF-1..EFF-4)."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        return monitor_run(run(workload, self.factory, policy=self.policy), self.properties)
+        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
+        figures = measure(workload, result.events, self.properties).by_id()
+        return monitor_run(result, self.properties), tuple(figures.items())
 
     def search(self, invariant: str | None = None) -> SearchResult:
         # Hypothesis is imported only when it is used.
@@ -227,7 +240,7 @@ class _Trial:
         invariant = finding.invariant
 
         def still_fails(candidate: Workload) -> bool:
-            found = self.monitored(candidate)
+            found = self.measured(candidate)[0]
             return found is not None and found.invariant == invariant
 
         smallest = shrink_workload(workload, still_fails)
@@ -239,7 +252,7 @@ class _Trial:
             other = self.search(invariant).counterexample
             if other is not None and _size(other.workload) < _size(smallest):
                 smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
-        small_finding = self.monitored(smallest)
+        small_finding = self.measured(smallest)[0]
         if small_finding is None or small_finding.invariant != invariant:
             return FailingWorkload(workload, source), finding  # the target is not deterministic
         description = (
@@ -257,30 +270,3 @@ def _tiny(workload: Workload) -> bool:
 
 def _size(workload: Workload) -> tuple[int, int]:
     return len(workload.requests), sum(r.prompt_tokens + r.output_tokens for r in workload.requests)
-
-
-def save_failing_workloads(report: Report, directory: Path) -> Report:
-    """Write every failing workload as a workload file; the report then names the files."""
-    verdicts = []
-    for verdict in report.verdicts:
-        failing = verdict.counterexample
-        if failing is None or verdict.finding is None or failing.saved_to:
-            verdicts.append(verdict)
-            continue
-        document = workload_to_json(failing.workload)
-        text = json.dumps(document, indent=2) + "\n"
-        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-        path = directory / _file_name(verdict.policy, verdict.finding.invariant, digest)
-        make_folder(directory)
-        write_file(path, text)
-        verdicts.append(replace(verdict, counterexample=replace(failing, saved_to=str(path))))
-    return replace(report, verdicts=tuple(verdicts))
-
-
-def _file_name(policy: str, invariant: str, digest: str) -> str:
-    """A counterexample's file name, from known words only: a log may name any policy."""
-    known = {i.id for i in CATALOGUE}
-    return (
-        f"{policy if policy in POLICY_NAMES else 'target'}-"
-        f"{invariant if invariant in known else 'finding'}-{digest}.json"
-    )

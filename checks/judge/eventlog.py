@@ -14,6 +14,7 @@ from pathlib import Path
 from kvsched.checks.eventlog.jsonl import EventLogError, read_run
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, build_verdict
+from kvsched.reference.efficiency import measure
 from kvsched.spec.properties import TargetProperties
 
 
@@ -31,9 +32,11 @@ def check_event_log(label: str, path: Path, policy: str = "") -> Verdict:
     if finding is not None:
         failing = FailingWorkload(run.workload, f"the recorded log {path.name}")
     notes = () if properties.lesson_model else (f"declared by the log: {_declared(properties)}",)
+    efficiency = tuple(measure(run.workload, run.events, properties).by_id().items())
     return build_verdict(
-        label, "event log", properties.policy, evidence, finding, failing, notes=notes
-    )
+        label, "event log", properties.policy, evidence, finding, failing, notes=notes,
+        properties=properties, efficiency=efficiency, efficiency_on="the recorded log",
+    )  # fmt: skip
 
 
 def _declared(properties: TargetProperties) -> str:

@@ -67,21 +67,20 @@ class BatchRules:
         return None
 
     def check_idle_slot(
-        self, n: int, event: IterationEvent, computed: Mapping[str, int]
+        self, n: int, event: IterationEvent, computed: Mapping[str, int], head: str | None
     ) -> Finding | None:
-        """BATCH-3: a free slot while the head of the queue fits (3.2; eventlog.md 4.6 if lazy)."""
+        """BATCH-3: a free slot while the declared order's next request fits (3.2; eventlog.md
+        4.6 if lazy). Estimate-based admission promises no work conservation; a padded budget
+        and first-only chunking are counted as the target counts them."""
         requests, properties = self.requests, self.properties
-        head = requests.head()
         if "BATCH-3" not in self.applicable or head is None or event.preempted:
             return None
-        if len(requests.active) >= self.limits.batch_limit:
+        if properties.estimate_admission or len(requests.active) >= self.limits.batch_limit:
             return None
         request = requests.requests[head]
         history = request.prompt_tokens + requests.generated[head]
-        if properties.token_budget is not None:
-            left = properties.token_budget - sum(computed.values())
-            if left < (1 if properties.chunked_prefill else history + 1):
-                return None
+        if properties.token_budget is not None and not self._budget_left(computed, history + 1):
+            return None
         room = self.pages.usable - properties.watermark_pages
         if properties.admission == "peak":
             needed = requests.reservation(head)
@@ -104,3 +103,15 @@ class BatchRules:
             f"queue and fitted: {why}",
             requests=(head,),
         )
+
+    def _budget_left(self, computed: Mapping[str, int], whole: int) -> bool:
+        """Whether the head could still join under the declared budget and chunking."""
+        properties = self.properties
+        budget = properties.token_budget or 0
+        spent = [amount for amount in computed.values() if amount]
+        chunking = properties.declared_chunking
+        may_chunk = chunking == "all" or (chunking == "first" and not spent)
+        need = 1 if may_chunk else whole
+        if properties.budget == "padded":
+            return (len(spent) + 1) * max([need, *spent]) <= budget
+        return budget - sum(spent) >= need

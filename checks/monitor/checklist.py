@@ -15,6 +15,22 @@ from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent
 
 
+# The protocol ------------------------------------------------------------------------------------
+@per_iteration("bound", "PROTO-1")
+def declared_features_are_reported(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A declaration the target's answers cannot back is a verdict on the target, not a crash
+    of ours (an event log without 'computed' is refused as invalid when it is read)."""
+    if event.computed is not None or not monitor.properties.computes_explicitly:
+        return None
+    return Finding(
+        "PROTO-1",
+        event.iteration,
+        "the target declares chunked prefill, preemption or prefix sharing but did not report "
+        "the tokens each request computed; set ScheduledBatch.computed (protocol version 2, "
+        "spec/protocol.py) or drop the declaration",
+    )
+
+
 # 3.6 The iteration bound ---------------------------------------------------------------------
 @per_iteration("bound", "LIVE-1")
 def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | None:
@@ -32,26 +48,39 @@ def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | No
 
 
 # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
+@per_iteration("preemption", "LIVE-3")
+def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.liveness.check_preempted(event.iteration, event)
+
+
 @per_iteration("preemption", "REQ-2", "PAGE-3", "PAGE-4")
 def preempted_requests_leave_with_their_pages(
     monitor: Monitor, event: IterationEvent
 ) -> Finding | None:
     n, pages = event.iteration, monitor.pages
+    # Version 2 keeps preemption's releases apart from the finish's; version 1 has one list.
+    released = event.preempt_freed if event.preempt_freed is not None else event.freed
     for rid in event.preempted:
         finding = (
             monitor.requests.preempt(n, rid)
-            or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
+            or pages.release(n, rid, released.get(rid, ()), "preempted")
             or pages.drop(n, rid, "was preempted")
         )
         if finding:
             return finding
+        monitor.order.waiting(rid)
     return None
 
 
 # 3.2 Admission --------------------------------------------------------------------------------
-@per_iteration("admission", "REQ-1", "REQ-2", "BATCH-2", "BATCH-4")
-def admitted_after_arrival_and_in_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+@per_iteration("admission", "REQ-1", "REQ-2", "BATCH-2")
+def admitted_after_arrival(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.requests.admit(event.iteration, event.admitted)
+
+
+@per_iteration("admission", "BATCH-4")
+def admitted_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.order.check_admissions(event.iteration, event, monitor.arrivals)
 
 
 @per_iteration("admission", "BATCH-1")
@@ -72,13 +101,21 @@ def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Findin
 
 @per_iteration("decode", "DEC-1", "DEC-2", "DEC-3", "REQ-2")
 def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return check_tokens(monitor.requests, event.iteration, event, monitor.computed)
+    finding = check_tokens(monitor.requests, event.iteration, event, monitor.computed)
+    if finding is None:  # what LIVE-3 counts as progress, now that the KV is known
+        monitor.liveness.count_progress(event, monitor.computed)
+    return finding
 
 
 # 3.3 Page growth ------------------------------------------------------------------------------
 @per_iteration("pages", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5")
 def page_tables_of_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.pages.update(event.iteration, event, monitor.requests.active)
+
+
+@per_iteration("pages", "PAGE-6")
+def cache_hits_read_their_own_prefix(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.prefix.check(event.iteration, event)
 
 
 @per_iteration("pages", "PAGE-1")
@@ -99,9 +136,21 @@ def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding
     return monitor.batch.check_budget(event.iteration, monitor.computed)
 
 
+@per_iteration("slots", "BATCH-5")
+def chunked_only_as_declared(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.order.check_chunking(event.iteration, event, monitor.computed)
+
+
 @per_iteration("slots", "BATCH-3")
 def no_idle_slot_while_the_head_fits(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.batch.check_idle_slot(event.iteration, event, monitor.computed)
+    head = monitor.order.head(event)
+    return monitor.batch.check_idle_slot(event.iteration, event, monitor.computed, head)
+
+
+@per_iteration("slots", "LIVE-2")
+def nothing_stranded_while_idle(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    head = monitor.order.head(event)
+    return monitor.liveness.check_stranded(event.iteration, event, head, monitor.computed)
 
 
 # 3.5 Completion and freeing ---------------------------------------------------------------------
@@ -112,8 +161,9 @@ def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> 
 
 @per_iteration("completion", "PAGE-3")
 def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    split = event.preempt_freed is not None
     for rid, freed in event.freed.items():
-        if rid not in event.preempted:  # checked with the preemption
+        if split or rid not in event.preempted:  # else checked with the preemption
             why = "finished" if rid in event.finished else "freed"
             finding = monitor.pages.release(event.iteration, rid, freed, why)
             if finding:
@@ -133,6 +183,13 @@ def finished_requests_hold_no_page(monitor: Monitor, event: IterationEvent) -> F
 @per_iteration("completion", "PAGE-3")
 def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.pages.check_free(event.iteration, event.free_pages)
+
+
+@per_iteration("completion", "BATCH-4")
+def queue_as_the_target_reports_it(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """Keep the target's queue for the next iteration's admissions (no finding of its own)."""
+    monitor.order.after(event)
+    return None
 
 
 # End of the run ---------------------------------------------------------------------------------

@@ -23,7 +23,10 @@ from typing import Generic, Protocol, TypeVar
 
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.liveness import LivenessRules
+from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.prefix import PrefixContent
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
@@ -38,6 +41,11 @@ class Monitor(Protocol):
     requests: RequestLedger
     pages: PageLedger
     batch: BatchRules
+    order: OrderRules
+    liveness: LivenessRules
+    prefix: PrefixContent
+    arrivals: list[str]
+    """The requests that joined the queue in this iteration, in queue order."""
     properties: TargetProperties
     computed: Mapping[str, int]
     """Tokens each request computed in this iteration; set from the ``decode`` step on."""

@@ -2,7 +2,7 @@
 
 It follows each request through arrival, the waiting queue, admission, preemption and
 completion, checking the request-side invariants as the events report them: REQ-1 and REQ-2
-(arrival and conservation), BATCH-2 and BATCH-4 (who may be admitted, in which order) and the
+(arrival and conservation), BATCH-2 (who may be admitted; in which order is :mod:`.order`'s) and the
 LIVE-1 bound. It also holds each request's output and KV token counts, which
 :mod:`.tokens` checks. Every method touches only the requests an event names, so its cost
 follows the iteration, not the workload.
@@ -100,7 +100,7 @@ class RequestLedger:
 
     # 3.2 Admission ----------------------------------------------------------------------------
     def admit(self, n: int, admitted: Sequence[str]) -> Finding | None:
-        """REQ-1, REQ-2 (admitted once), BATCH-2 (static) and BATCH-4 (FCFS), in that order."""
+        """REQ-1, REQ-2 (admitted once) and BATCH-2 (static); the order is :mod:`.order`'s."""
         batch_before = list(self.active)
         for rid in admitted:
             request = self.requests.get(rid)
@@ -136,17 +136,6 @@ class RequestLedger:
                     f"batch {request_list(batch_before)} had not drained",
                     rid,
                     *batch_before[:3],
-                )
-            head = self.head()
-            if "BATCH-4" in self.applicable and head != rid:
-                return _found(
-                    "BATCH-4",
-                    n,
-                    f"request {rid!r} was admitted in iteration {n} ahead of "
-                    f"{head!r}, which was first in the waiting queue (by arrival, ties in "
-                    "declared order)",
-                    rid,
-                    *([head] if head else []),
                 )
             del self.queue[rid]
             self.state[rid] = ACTIVE

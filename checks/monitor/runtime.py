@@ -26,7 +26,10 @@ from dataclasses import replace
 from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.liveness import LivenessRules
+from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.prefix import PrefixContent
 from kvsched.checks.monitor.registry import END_CHECKS, Check, RunEnd, iteration_plan
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.checks.monitor.tokens import computed_tokens
@@ -69,10 +72,18 @@ class Monitor:
         self.policy = policy or declared.policy
         self.properties = declared
         self.limits = workload.limits
-        self.applicable = {invariant.id for invariant in applicable(self.policy)}
+        # Conformance rules apply as declared: the policy's, or an admission order or chunking
+        # mode the target declares (spec/semantics.md, section 8).
+        self.applicable = {invariant.id for invariant in applicable(self.policy, declared)}
         self.requests = RequestLedger(workload, declared, self.applicable)
         self.pages = PageLedger(workload.limits, declared)
         self.batch = BatchRules(self.requests, self.pages, workload.limits, self.applicable)
+        self.order = OrderRules(self.requests, self.applicable)
+        self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
+        sharing = declared.prefix_sharing and "PAGE-6" in self.applicable
+        self.prefix = PrefixContent(workload, sharing)
+        self.arrivals: list[str] = []
+        """The requests that joined the queue in the iteration being checked, in queue order."""
         plan = iteration_plan()
         # The tokens computed in an iteration are known once admission is in (3.4).
         split = next((i for i, c in enumerate(plan) if c.step in _FROM_DECODE), len(plan))
@@ -92,14 +103,13 @@ class Monitor:
                 f"events must come in order: expected iteration "
                 f"{self.iteration + 1}, got {event.iteration}"
             )
-        if event.computed is None and self.properties.computes_explicitly:
-            raise ValueError(
-                f"iteration {event.iteration}: a target declaring chunked prefill, "
-                "preemption or prefix sharing must report 'computed' tokens"
-            )
         self.iteration = event.iteration
         self.recent.append(event)
+        first = self.requests.next_arrival
         self.requests.arrive(event.iteration)  # 3.1: bookkeeping; arriving breaks nothing
+        self.arrivals = [r.id for r in self.requests.arrivals[first : self.requests.next_arrival]]
+        for rid in self.arrivals:
+            self.order.waiting(rid)
         # The two loops are _first inlined: this runs once per iteration of every checked run.
         for check in self.until_decode:
             if (finding := check.run(self, event)) is not None:

@@ -16,6 +16,23 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from kvsched.checks.mutants.engine import (
+    FULL_HIT,
+    LONG_ALONE,
+    ONE,
+    REUSED,
+    SHARED,
+    TWO_PROMPTS,
+    ChunksDespiteDeclaringNone,
+    ForgetsRunningRequests,
+    FreesSharedPage,
+    HitsEvictedPage,
+    PreemptedKeepsPage,
+    PreemptsOnLowPool,
+    TokenFromNothing,
+    WritesPastTable,
+    engine_log,
+)
 from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
 
 
@@ -85,8 +102,24 @@ ZOO: tuple[Mutant, ...] = (
            _class("batching", "ContinuousIdlesAfterFinish")),
     Mutant("head skipped", "first fit: a request overtakes a head that does not fit", "BATCH-4",
            _class("batching", "SkipsABlockedHead")),
-    Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-1",
+    Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-2",
            _class("batching", "StarvesAFullPoolRequest")),
+    Mutant("engine: forgets running requests", "running requests are never scheduled again",
+           "LIVE-1", write=engine_log(ForgetsRunningRequests, ONE)),
+    Mutant("engine: shared page freed", "a shared page freed while another request holds it",
+           "PAGE-3", write=engine_log(FreesSharedPage, SHARED)),
+    Mutant("engine: hit on an evicted page", "a reused page keeps its old prefix hash",
+           "PAGE-6", write=engine_log(HitsEvictedPage, REUSED)),
+    Mutant("engine: preempted keeps a page", "preemption keeps the last page", "PAGE-4",
+           write=engine_log(PreemptedKeepsPage, SHARED)),
+    Mutant("engine: token from nothing", "a full prefix hit computes nothing yet samples",
+           "DEC-3", write=engine_log(TokenFromNothing, FULL_HIT)),
+    Mutant("engine: KV past the table", "chunk pages counted with a floor", "PAGE-1",
+           write=engine_log(WritesPastTable, SHARED)),
+    Mutant("engine: thrash", "a watermark applied to running requests preempts in a loop",
+           "LIVE-3", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
+    Mutant("engine: chunks despite none", "declares whole prompts, chunks over the budget",
+           "BATCH-5", write=engine_log(ChunksDespiteDeclaringNone, TWO_PROMPTS)),
     Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
            _class("paging", "OvercommitsThePool")),
     Mutant("batch overflow", "admission counts pages but not slots", "BATCH-1",

@@ -131,7 +131,8 @@ def search(
     def judge(workload: Workload) -> None:
         nonlocal examples, locked
         examples += 1
-        result = run(workload, factory, policy=policy)
+        workload = _beside_reserved(workload, properties)
+        result = run(workload, factory, policy=policy, properties=properties)
         finding = monitor_run(result, properties)
         if finding is None:
             _aim_at_pressure(result)
@@ -269,3 +270,15 @@ def _first(error: BaseException, kind: type[_Failure]) -> _Failure | None:
             if found is not None:
                 return found
     return None
+
+
+def _beside_reserved(workload: Workload, properties: TargetProperties | None) -> Workload:
+    """The workload with the target's reserved pages added to its pool, so that every request
+    still fits the pages the target can hand out (section 1); a vLLM-style null page would
+    otherwise make the tightest valid pool unservable, a false alarm on a correct engine."""
+    if properties is None or not properties.reserved_pages:
+        return workload
+    limits = replace(
+        workload.limits, pool_pages=workload.limits.pool_pages + len(properties.reserved_pages)
+    )
+    return replace(workload, limits=limits)

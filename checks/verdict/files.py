@@ -12,9 +12,17 @@ own to name, and only its last part must not be a link.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
+
+from kvsched.checks.verdict.report import Report
+from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.vocabulary import POLICY_NAMES
+from kvsched.spec.workload import workload_to_json
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -68,3 +76,30 @@ def open_folder(path: Path, create: bool = False) -> int:
 def make_folder(path: Path) -> None:
     """Create ``path`` (and the folders above it) without following links on the way."""
     os.close(open_folder(path, create=True))
+
+
+def save_failing_workloads(report: Report, directory: Path) -> Report:
+    """Write every failing workload as a workload file; the report then names the files."""
+    verdicts = []
+    for verdict in report.verdicts:
+        failing = verdict.counterexample
+        if failing is None or verdict.finding is None or failing.saved_to:
+            verdicts.append(verdict)
+            continue
+        document = workload_to_json(failing.workload)
+        text = json.dumps(document, indent=2) + "\n"
+        digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+        path = directory / _file_name(verdict.policy, verdict.finding.invariant, digest)
+        make_folder(directory)
+        write_file(path, text)
+        verdicts.append(replace(verdict, counterexample=replace(failing, saved_to=str(path))))
+    return replace(report, verdicts=tuple(verdicts))
+
+
+def _file_name(policy: str, invariant: str, digest: str) -> str:
+    """A counterexample's file name, from known words only: a log may name any policy."""
+    known = {i.id for i in CATALOGUE}
+    return (
+        f"{policy if policy in POLICY_NAMES else 'target'}-"
+        f"{invariant if invariant in known else 'finding'}-{digest}.json"
+    )

@@ -15,10 +15,12 @@ from tabulate import tabulate
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
-from kvsched.spec.invariants import BY_ID
+from kvsched.spec.invariants import BY_ID, EFFICIENCY, LAYERS, layer_of
 from kvsched.spec.text import describe_event, describe_workload
 from kvsched.spec.vocabulary import is_policy
 from kvsched.spec.workload import workload_to_json
+
+BY_FIGURE = {figure.id: figure for figure in EFFICIENCY}
 
 
 def render_table(report: Report, reproduce: str = "") -> str:
@@ -62,12 +64,24 @@ def render_table(report: Report, reproduce: str = "") -> str:
 def _render_verdict(verdict: Verdict, reproduce: str) -> str:
     policy = f"{verdict.policy} batching" if verdict.policy else "no declared policy"
     title = f"{verdict.target} ({verdict.kind}, {policy})"
-    rows = [(row.invariant, row.status, row.how) for row in verdict.invariants]
-    table = tabulate(rows, headers=["invariant", "verdict", "how checked"], tablefmt="simple")
+    # Rows by layer, in the catalogue's order of layers: safety, liveness, conformance.
+    ordered = sorted(verdict.invariants, key=lambda row: LAYERS.index(layer_of(row.invariant)))
+    rows = [(row.invariant, row.layer, row.status, row.how) for row in ordered]
+    headers = ["invariant", "layer", "verdict", "how checked"]
+    table = tabulate(rows, headers=headers, tablefmt="simple")
     parts = [title, table, *verdict.notes]
+    if verdict.efficiency:
+        parts.append(_efficiency_line(verdict))
     if verdict.finding is not None:
         parts.append(explain(verdict, reproduce))
     return "\n".join(parts)
+
+
+def _efficiency_line(verdict: Verdict) -> str:
+    figures = "; ".join(
+        f"{BY_FIGURE[figure].title.lower()} {value}" for figure, value in verdict.efficiency
+    )
+    return f"Efficiency on {verdict.efficiency_on} (measured, never a violation): {figures}."
 
 
 def explain(verdict: Verdict, reproduce: str = "") -> str:
@@ -137,9 +151,22 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
         "policy": verdict.policy,
         "ok": verdict.ok,
         "invariants": [
-            {"id": r.invariant, "title": r.title, "verdict": r.status, "how": r.how}
+            {
+                "id": r.invariant,
+                "title": r.title,
+                "layer": r.layer,
+                "verdict": r.status,
+                "how": r.how,
+            }
             for r in verdict.invariants
         ],
+        "efficiency": {
+            "measured_on": verdict.efficiency_on,
+            "figures": {
+                figure: {"title": BY_FIGURE[figure].title, "value": value}
+                for figure, value in verdict.efficiency
+            },
+        },
         "evidence": {
             "monitor_runs": evidence.monitor_runs,
             "fixed_workloads": list(evidence.fixed_workloads),
@@ -194,7 +221,10 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
             case = ElementTree.SubElement(
                 suite,
                 "testcase",
-                classname=f"kvsched.{verdict.kind.replace(' ', '_')}.{verdict.policy or 'any'}",
+                classname=(
+                    f"kvsched.{verdict.kind.replace(' ', '_')}.{verdict.policy or 'any'}"
+                    f".{row.layer}"
+                ),
                 name=f"{row.invariant} {row.title}",
             )
             finding = verdict.finding_for(row.invariant)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.spec.invariants import CATALOGUE, applicable
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import ExitCode, Status, is_policy
 from kvsched.spec.workload import Workload
@@ -75,6 +76,8 @@ class InvariantVerdict:
     title: str
     status: str
     how: str
+    layer: str = "safety"
+    """Its layer of the catalogue (spec/semantics.md, section 8)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,10 @@ class Verdict:
     finding: Finding | None = None
     counterexample: FailingWorkload | None = None
     notes: tuple[str, ...] = ()
+    efficiency: tuple[tuple[str, int], ...] = ()
+    """The efficiency layer's figures (EFF-1..EFF-4), measured, never a violation."""
+    efficiency_on: str = ""
+    """The run they were measured on: "the teaching trace", "the given workload"."""
     allocator_finding: Finding | None = None
     """The learner's ``allocate_kv_pages``, called directly, broke one of this table's
     invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
@@ -185,6 +192,9 @@ def build_verdict(
     counterexample: FailingWorkload | None = None,
     notes: tuple[str, ...] = (),
     exercised: frozenset[str] | None = None,
+    properties: TargetProperties | None = None,
+    efficiency: tuple[tuple[str, int], ...] = (),
+    efficiency_on: str = "",
 ) -> Verdict:
     """Build the verdict for every invariant of the catalogue from the check's outcome.
 
@@ -192,7 +202,7 @@ def build_verdict(
     not constrain it (``applicable``); not checked if the check stopped before it got evidence
     (``exercised`` names what was exercised, all applicable ones by default); else it holds.
     """
-    applicable_ids = {i.id for i in applicable(policy)}
+    applicable_ids = {i.id for i in applicable(policy, properties)}
     rows = []
     for invariant in CATALOGUE:
         if finding is not None and invariant.id == finding.invariant:
@@ -209,10 +219,11 @@ def build_verdict(
             how = f"stopped at {finding.invariant}"
         else:
             how = evidence.describe(invariant.id)
-        rows.append(InvariantVerdict(invariant.id, invariant.title, status, how))
-    skipped = [i.id for i in CATALOGUE if i.id not in applicable_ids]
-    if not is_policy(policy) and skipped:
-        notes = (*notes, undeclared_policy_note(skipped))
+        rows.append(InvariantVerdict(invariant.id, invariant.title, status, how, invariant.layer))
+    conformance = [i.id for i in CATALOGUE if i.layer == "conformance" and i.id in applicable_ids]
+    if not conformance:
+        skipped = [i.id for i in CATALOGUE if i.layer == "conformance"]
+        notes = (*notes, undeclared_note(skipped))
     return Verdict(
         target=target,
         kind=kind,
@@ -222,15 +233,32 @@ def build_verdict(
         finding=finding,
         counterexample=counterexample,
         notes=notes,
+        efficiency=efficiency,
+        efficiency_on=efficiency_on,
     )
 
 
-def undeclared_policy_note(skipped: list[str]) -> str:
-    """What a target that declares no policy was not checked on, and how to declare one."""
+def with_evidence(
+    verdict: Verdict, evidence: Evidence, properties: TargetProperties | None
+) -> Verdict:
+    """A clean verdict again, with more evidence (a proof) behind its rows."""
+    return build_verdict(
+        verdict.target, verdict.kind, verdict.policy, evidence, None, properties=properties,
+        efficiency=verdict.efficiency, efficiency_on=verdict.efficiency_on,
+    )  # fmt: skip
+
+
+def undeclared_note(skipped: list[str]) -> str:
+    """The sentence a verdict carries when no conformance rule applied: what was not checked,
+    and how to declare a policy or an admission rule."""
     return (
-        f"Not checked: {', '.join(skipped)}, which constrain a batching policy, and this target "
-        'declares none. Declare it with a class attribute (policy = "static" or policy = '
-        '"continuous") or pass --policy static|continuous (spec/protocol.py).'
+        f"Conformance was not checked ({', '.join(skipped)}): these constrain a batching policy "
+        "or an admission rule, and this target declares none, so it got safety, liveness and "
+        'efficiency only. Declare a policy with a class attribute (policy = "continuous" or '
+        '"static") or pass --policy static|continuous; where the design differs from the '
+        "lesson, add TargetProperties(order=..., chunking=..., budget=..., "
+        "estimate_admission=...) as spec/eventlog.md section 4.6 describes (in an event log: "
+        "the header's target)."
     )
 
 

@@ -124,11 +124,11 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
-    from kvsched.checks.judge.check import CheckOptions, save_failing_workloads
+    from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
     from kvsched.checks.targets.confinement import Confinement
     from kvsched.checks.targets.load import TargetError
-    from kvsched.checks.verdict.files import write_file
+    from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.reference.families import workload_from_spec
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Collection, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvsched.reference.engine import Run
 from kvsched.spec.events import IterationEvent
@@ -78,7 +78,18 @@ def simulate(
     """Run ``workload`` through the simulated scheduler; ``prefixes`` gives shared prompt heads."""
     unknown = set(bugs) - set(BUGS)
     assert not unknown, f"unknown bugs {unknown}"
-    return _Engine(workload, token_budget, prefixes or {}, set(bugs)).run()
+    if prefixes:  # the workload says what is shared, so the monitor can check hits (PAGE-6)
+        workload = replace(
+            workload,
+            requests=tuple(
+                replace(r, prefix_group=prefixes[r.id][0], prefix_tokens=prefixes[r.id][1])
+                if r.id in prefixes
+                else r
+                for r in workload.requests
+            ),
+        )
+    shared = {r.id: (r.prefix_group, r.prefix_tokens) for r in workload.requests if r.prefix_group}
+    return _Engine(workload, token_budget, shared, set(bugs)).run()
 
 
 class _Engine:

@@ -1,0 +1,88 @@
+"""The monitor's liveness rules beyond the bound: a stranded queue (LIVE-2) and thrash (LIVE-3).
+
+LIVE-2: an iteration in which nothing runs and nothing is computed, nobody was preempted, and
+the request the declared order serves next fits the free pages (its prompt and output so far plus
+one token, with the watermark to spare) and the token budget. Whatever a correct engine's
+admission rule, an idle engine with a fitting request admits it: real engines that leave slots
+idle by design (head-of-line blocking, first-only chunking, padded budgets, periodic prefill) do
+so only while something runs. This is the "stranded with the pool free" bug, caught when it
+happens instead of at the bound.
+
+LIVE-3: a request preempted a second time with no progress anywhere since its first preemption:
+no output token produced and no request's KV beyond the most it ever held. The engine is then
+cycling through states it has been in: thrash.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.workload import pages_for
+
+
+class LivenessRules:
+    """LIVE-2 and LIVE-3 over the request and page ledgers."""
+
+    def __init__(self, requests: RequestLedger, pages: PageLedger, checks: set[str]) -> None:
+        self.requests, self.pages = requests, pages
+        self.stranded = "LIVE-2" in checks
+        self.thrash = "LIVE-3" in checks
+        self.progress = 0  # tokens produced plus KV computed beyond any earlier high-water mark
+        self.most: Counter[str] = Counter()
+        self.stamp: dict[str, int] = {}  # progress at each request's latest preemption
+
+    def check_preempted(self, n: int, event: IterationEvent) -> Finding | None:
+        """LIVE-3, for this iteration's preemptions (before the ledger forgets the KV)."""
+        for rid in event.preempted:
+            before = self.stamp.get(rid)
+            self.stamp[rid] = self.progress
+            if self.thrash and before is not None and before == self.progress:
+                message = (
+                    f"request {rid!r} was preempted again in iteration {n} although no request "
+                    "produced a token or computed new KV since its last preemption: the engine "
+                    "cycles through the same states (thrash)"
+                )
+                return Finding("LIVE-3", n, message, requests=(rid,))
+        return None
+
+    def count_progress(self, event: IterationEvent, computed: Mapping[str, int]) -> None:
+        """After the token checks updated the ledger's KV and outputs."""
+        self.progress += len(event.decoded)
+        kv = self.requests.kv
+        for rid in computed:
+            if kv[rid] > self.most[rid]:
+                self.progress += kv[rid] - self.most[rid]
+                self.most[rid] = kv[rid]
+
+    def check_stranded(
+        self, n: int, event: IterationEvent, head: str | None, computed: Mapping[str, int]
+    ) -> Finding | None:
+        """LIVE-2: nothing runs, nothing computed, and ``head`` fits the pool and the budget."""
+        requests = self.requests
+        if not self.stranded or head is None or requests.active or event.preempted:
+            return None
+        if any(computed.values()) or event.decoded:
+            return None
+        properties = requests.properties
+        request = requests.requests[head]
+        history = request.prompt_tokens + requests.generated[head] + 1
+        budget = properties.token_budget
+        if budget is not None and properties.declared_chunking == "none" and budget < history:
+            return None
+        if properties.admission == "peak":
+            needed = requests.reservation(head)
+        else:
+            needed = pages_for(history, requests.page_size)
+        room = self.pages.free - properties.watermark_pages
+        if needed > room:
+            return None
+        message = (
+            f"nothing ran in iteration {n} while {head!r} waited at the head of the queue and "
+            f"fitted: it needs {needed} pages and {self.pages.free} were free"
+        )
+        return Finding("LIVE-2", n, message, requests=(head,))

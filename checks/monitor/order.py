@@ -1,0 +1,132 @@
+"""The monitor's admission-order and chunking rules, as the target declares them (BATCH-4,
+BATCH-5; spec/eventlog.md 4.6).
+
+The queue is the target's, not a prediction of it: under ``fcfs`` the requests admitted in an
+iteration must be the head of the queue the target reported after the previous iteration, with
+that iteration's arrivals behind it. Requests preempted in the same iteration went to the head and
+may be admitted again in any order among themselves (nano-vllm puts the last preempted first, a
+heap-based engine by its key). Under ``priority`` and ``shortest-first`` each admitted request must
+have the least key, (priority, arrival position) or (prompt tokens, arrival position), of the
+requests waiting then; a heap with lazy deletion keeps that at ``log`` cost per request named.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.requests import WAITING, RequestLedger
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.text import plural
+
+_WORDS = {
+    "fcfs": "first come, first served, preempted requests at the head",
+    "priority": "by priority, then arrival",
+    "shortest-first": "shortest prompt first, then arrival",
+}
+
+
+class OrderRules:
+    """BATCH-4 against the declared order; BATCH-5 against the declared chunking."""
+
+    def __init__(self, ledger: RequestLedger, checks: set[str]) -> None:
+        self.ledger = ledger
+        properties = ledger.properties
+        self.order = properties.declared_order if "BATCH-4" in checks else "none"
+        self.chunking = properties.chunking if "BATCH-5" in checks else None
+        self.position = {r.id: i for i, r in enumerate(ledger.arrivals)}
+        self.reported: Sequence[str] = ()  # the queue the target reported last, head first
+        self.heap: list[tuple[int, int, str]] = []
+
+    def key(self, rid: str) -> tuple[int, int]:
+        request = self.ledger.requests[rid]
+        first = request.priority if self.order == "priority" else request.prompt_tokens
+        return first, self.position[rid]
+
+    def waiting(self, rid: str) -> None:
+        """``rid`` joined the queue (arrived or preempted)."""
+        if self.order in ("priority", "shortest-first"):
+            heapq.heappush(self.heap, (*self.key(rid), rid))
+
+    def head(self, event: IterationEvent) -> str | None:
+        """The request the declared order serves next, after this iteration's admissions."""
+        if self.order in ("priority", "shortest-first"):
+            return self._least(frozenset())
+        # next(iter(...)): the head without materialising a long queue
+        return next(iter(event.waiting), None) if event.waiting else self.ledger.head()
+
+    def _least(self, admitted: frozenset[str]) -> str | None:
+        """The least key among the waiting and the ``admitted`` not yet accounted for."""
+        state = self.ledger.state
+        while self.heap and not (
+            state.get(self.heap[0][2]) == WAITING or self.heap[0][2] in admitted
+        ):
+            heapq.heappop(self.heap)
+        return self.heap[0][2] if self.heap else None
+
+    def check_admissions(
+        self, n: int, event: IterationEvent, arrivals: Sequence[str]
+    ) -> Finding | None:
+        """BATCH-4, once the ledger admitted: each admission was the declared order's next."""
+        if self.order == "none" or not event.admitted:
+            return None
+        if self.order == "fcfs":
+            return self._fcfs(n, event, arrivals)
+        left = frozenset(event.admitted)
+        for rid in event.admitted:
+            least = self._least(left)
+            if least is not None and least != rid:
+                return self._skipped(n, rid, least)
+            heapq.heappop(self.heap)
+            left -= {rid}
+        return None
+
+    def _fcfs(self, n: int, event: IterationEvent, arrivals: Sequence[str]) -> Finding | None:
+        preempted, admitted, state = set(event.preempted), set(event.admitted), self.ledger.state
+        queue: Iterator[str] = (
+            rid
+            for rid in chain(self.reported, arrivals)
+            if rid not in preempted and (state.get(rid) == WAITING or rid in admitted)
+        )
+        for rid in event.admitted:
+            if rid in preempted:
+                continue
+            head = next(queue, None)
+            if head is not None and head != rid:
+                return self._skipped(n, rid, head)
+        return None
+
+    def _skipped(self, n: int, rid: str, head: str) -> Finding:
+        message = (
+            f"request {rid!r} was admitted in iteration {n} ahead of {head!r}, which came first "
+            f"in the waiting queue under the declared order ({_WORDS[self.order]})"
+        )
+        return Finding("BATCH-4", n, message, requests=(rid, head))
+
+    def after(self, event: IterationEvent) -> None:
+        """Keep the queue the target reported, for the next iteration's admissions."""
+        self.reported = event.waiting
+
+    def check_chunking(
+        self, n: int, event: IterationEvent, computed: Mapping[str, int]
+    ) -> Finding | None:
+        """BATCH-5: a chunk short of its end (computed, no token) only as declared."""
+        if self.chunking is None or self.chunking == "all" or event.computed is None:
+            return None
+        decoded = set(event.decoded)
+        partial = [rid for rid, amount in computed.items() if amount and rid not in decoded]
+        allowed = 0 if self.chunking == "none" else 1
+        if len(partial) <= allowed:
+            return None
+        what = (
+            "the target declares no chunked prefill"
+            if self.chunking == "none"
+            else "the target declares that only the first request of a batch is chunked"
+        )
+        message = (
+            f"in iteration {n} {plural(len(partial), 'request')} computed part of a prompt without "
+            f"reaching its end ({', '.join(map(repr, partial[:5]))}), but {what}"
+        )
+        return Finding("BATCH-5", n, message, requests=tuple(partial))

@@ -1,0 +1,182 @@
+"""Planted bugs in the reference engine scheduler, one per engine feature, recorded as event logs.
+
+Each mutant is a design of reference/engine_scheduler/ with one method broken, declaring what the
+correct design declares. The zoo checks the log of a small run that shows the bug, on a workload
+chosen for it (a shared prefix, a pool that forces preemption); ``buggy=False`` records the same
+run of the correct design, the control the zoo's tests check clean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kvsched.checks.eventlog.jsonl import write_log
+from kvsched.reference.engine import run
+from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
+from kvsched.reference.engine_scheduler.scheduler import Seq, Step
+from kvsched.reference.pool import PoolError
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, Request, Workload
+
+
+class V1(EngineScheduler):
+    """The correct vLLM v1 design, declaring itself."""
+
+    config: EngineConfig = VLLM_V1
+    properties: TargetProperties = VLLM_V1.properties()
+
+
+class _ForgetsReferences(BlockManager):
+    def release(self, pages: Iterable[int]) -> None:
+        for page in reversed(list(pages)):
+            if page not in self.ref:
+                raise PoolError(f"double free: page {page} is not held")
+            del self.ref[page]  # the bug: every reference at once
+            self._free[page] = None
+
+
+class FreesSharedPage(V1):
+    """A shared page is freed when its first holder leaves, while others still read it."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self.blocks = _ForgetsReferences(limits.pool_pages, self.config.null_page)
+
+
+class _KeepsHashes(BlockManager):
+    def allocate(self, count: int) -> list[int]:
+        pages = []
+        for _ in range(count):
+            page, _ = self._free.popitem(last=False)
+            self.ref[page] = 1  # the bug: the page's old hash stays in the cache
+            pages.append(page)
+        return pages
+
+
+class HitsEvictedPage(V1):
+    """A page reused for new content is still found under its old prefix's hash."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self.blocks = _KeepsHashes(limits.pool_pages, self.config.null_page)
+
+
+class PreemptedKeepsPage(V1):
+    """Preemption releases every page but the last, which stays in limbo."""
+
+    def _preempt(self, step: Step, seq: Seq) -> None:
+        seq.table = seq.table[:-1]  # the bug: the last page is neither released nor reported
+        super()._preempt(step, seq)
+
+
+class TokenFromNothing(V1):
+    """A full prefix-cache hit leaves nothing to compute, yet a token is sampled."""
+
+    def _hits(self, seq: Seq) -> list[int]:
+        full = seq.tokens // self.limits.page_size  # the bug: no "tokens - 1" cap
+        return self.blocks.lookup(self.blocks.chain(self._keys(seq, full)))
+
+
+class WritesPastTable(V1):
+    """The pages for a chunk are counted with a floor: KV written past the table."""
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        for seq in list(self.running):
+            count = min(seq.tokens - seq.computed, step.budget)
+            if count <= 0:
+                continue
+            needed = (seq.computed + count) // self.limits.page_size - len(seq.table)
+            if needed > 0 and self.blocks.can_allocate(needed):
+                seq.table += self.blocks.allocate(needed)
+            step.computed[seq.id] = count
+            step.budget -= count
+
+
+SMALL = EngineConfig(token_budget=4, prefix_caching=False, name="vllm-v1-small")
+
+
+class PreemptsOnLowPool(V1):
+    """A watermark meant for admission is applied to running requests: with fewer than two
+    free pages the last running request is preempted although its next chunk fits, so a long
+    prompt is preempted whenever its recompute gets back to where it was (thrash)."""
+
+    config = SMALL
+    properties = SMALL.properties()
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        while self.running and self.blocks.free_count < 2:
+            self._preempt(step, self.running[-1])
+        super()._run(step, self.running)
+
+
+class ForgetsRunningRequests(V1):
+    """Running requests are never scheduled again after their first chunk: nothing is stranded
+    in the queue, but nothing finishes either."""
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        return None  # the bug: the running loop is gone
+
+
+NANO_NONE = EngineConfig(
+    token_budget=8, chunking="none", batching="prefill-first", null_page=False, name="nano-classic"
+)
+
+
+class ChunksDespiteDeclaringNone(V1):
+    """Declares nano-vllm's classic whole-prompt admission but chunks a prompt over the budget."""
+
+    config = NANO_NONE
+    properties = NANO_NONE.properties()
+
+    def _may_chunk(self, step: Step) -> bool:
+        return True
+
+
+SHARED = Workload(  # three requests with one 8-token system prompt, in a pool that forces reuse
+    "shared-prefix",
+    Limits(batch_limit=2, page_size=4, pool_pages=9),
+    (
+        Request("a", 0, 10, 6, "sys", 8),
+        Request("b", 0, 12, 6, "sys", 8),
+        Request("c", 2, 9, 4, "sys", 8),
+        Request("d", 3, 14, 3),
+        Request("e", 9, 11, 2, "sys", 8),
+    ),
+)
+FULL_HIT = Workload(
+    "full-hit", Limits(2, 4, 8), (Request("a", 0, 8, 2, "g", 8), Request("b", 3, 8, 2, "g", 8))
+)
+REUSED = Workload(  # a's cached prefix pages are reused by d before e looks for them
+    "reused-prefix",
+    Limits(batch_limit=1, page_size=4, pool_pages=5),
+    (Request("a", 0, 8, 1, "sys", 8), Request("d", 1, 16, 1), Request("e", 3, 9, 1, "sys", 8)),
+)
+TWO_PROMPTS = Workload(
+    "two-prompts", Limits(2, 4, 8), (Request("a", 0, 6, 2), Request("b", 0, 6, 2))
+)
+LONG_ALONE = Workload("long-alone", Limits(1, 4, 5), (Request("a", 0, 12, 3),))
+ONE = Workload("one", Limits(1, 4, 4), (Request("a", 0, 4, 2),))
+
+
+def engine_log(mutant: type[V1], workload: Workload) -> Callable[..., Path]:
+    """A writer of the log of ``mutant`` (or, with ``buggy=False``, its correct design) on
+    ``workload``."""
+
+    def write(workdir: Path, buggy: bool = True) -> Path:
+        target: type[V1] = mutant if buggy else _correct(mutant)
+        properties = target.properties
+        recorded = run(workload, target, properties.policy, properties=properties)
+        path = workdir / f"{mutant.__name__}.jsonl"
+        write_log(recorded, path, properties)
+        return path
+
+    return write
+
+
+def _correct(mutant: type[V1]) -> type[V1]:
+    class Correct(V1):
+        config = mutant.config
+        properties = mutant.properties
+
+    return Correct

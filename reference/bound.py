@@ -1,0 +1,45 @@
+"""The iteration bound of a run, with the allowances a declared target earns (spec/semantics.md,
+3.6; spec/eventlog.md, 4.2, 4.3 and 4.8).
+
+The lesson's bound is the last arrival plus every output token. A target that chunks prefills
+under a token budget earns ``ceil(prompt / budget)`` iterations per request, and
+``ceil(lost / budget)`` for the KV tokens each preemption drops, which the bound learns from the
+events as they come. The engine loop stops a run at this bound; the monitor judges LIVE-1 by it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Workload
+
+
+class RunBound:
+    """The last iteration by which a correct target with these declarations has drained."""
+
+    def __init__(self, workload: Workload, properties: TargetProperties | None = None) -> None:
+        self.properties = properties or TargetProperties()
+        requests = workload.requests
+        self.value = max((r.arrival for r in requests), default=0) + sum(
+            r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
+        )
+        self._kv: Counter[str] = Counter()
+
+    def chunks(self, tokens: int) -> int:
+        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's."""
+        budget = self.properties.token_budget
+        return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
+
+    def observe(self, event: IterationEvent) -> None:
+        """Grow the bound by the recompute each of ``event``'s preemptions makes necessary."""
+        if event.computed is None:
+            return
+        for rid in event.preempted:
+            self.value += self.chunks(self._kv.pop(rid, 0))
+        for amounts in (event.computed, event.cached):
+            for rid, amount in amounts.items():
+                self._kv[rid] += amount
+        for rid in event.finished:
+            self._kv.pop(rid, None)

@@ -1,0 +1,82 @@
+"""What the engine scheduler is built with, and what it declares (spec/semantics.md, 10.1).
+
+Each field is one design choice a real engine makes; :meth:`EngineConfig.properties` turns the
+choices into the declarations the monitor reads, so the scheduler is checked for exactly what it
+does. The named configurations are the engines and the lesson's two policies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import AdmissionOrder, Batching, Chunking, PageAdmission, Victim
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine scheduler's design; the defaults are vLLM v1's."""
+
+    token_budget: int | None = 2048
+    """Tokens computed per iteration at most (``max_num_batched_tokens``); ``None``: unbounded."""
+    chunking: Chunking = "all"
+    batching: Batching = "mixed"
+    order: AdmissionOrder = "fcfs"
+    victim: Victim = "last"
+    prefix_caching: bool = True
+    watermark_pages: int = 0
+    null_page: bool = True
+    admission: PageAdmission = "lazy"
+    static: bool = False
+    """Admit only when nothing runs (static batching, 5.1)."""
+    name: str = "engine"
+
+    def __post_init__(self) -> None:
+        if self.chunking != "none" and self.token_budget is None:
+            raise ValueError(f"chunking {self.chunking!r} needs a token_budget to chunk under")
+        if self.admission == "peak" and (self.chunking != "none" or self.prefix_caching):
+            raise ValueError("peak admission is the lesson's: no chunking, no prefix caching")
+        if self.order == "none":
+            raise ValueError("the engine scheduler needs an order to take waiting requests in")
+        if self.watermark_pages < 0:
+            raise ValueError(f"watermark_pages must be >= 0, got {self.watermark_pages}")
+
+    def properties(self) -> TargetProperties:
+        """The declarations that describe this design to the monitor (eventlog.md 4)."""
+        chunked = self.chunking != "none"
+        lesson = self.admission == "peak"
+        return TargetProperties(
+            # It batches continuously (or statically): the policy's conformance rules apply,
+            # as its other declarations qualify them.
+            policy="static" if self.static else "continuous",
+            admission=self.admission,
+            token_budget=self.token_budget,
+            chunked_prefill=chunked,
+            preemption=not lesson,
+            prefix_sharing=self.prefix_caching,
+            reserved_pages=(0,) if self.null_page else (),
+            watermark_pages=self.watermark_pages,
+            order=self.order,
+            chunking=self.chunking,
+        )
+
+
+VLLM_V1 = EngineConfig(name="vllm-v1")
+NANO_CHUNKED = EngineConfig(
+    token_budget=512, chunking="first", batching="prefill-first", null_page=False, name="nano"
+)
+NANO_CLASSIC = replace(NANO_CHUNKED, token_budget=8192, chunking="none", name="nano-classic")
+CONTINUOUS = EngineConfig(
+    token_budget=None,
+    chunking="none",
+    prefix_caching=False,
+    null_page=False,
+    admission="peak",
+    name="continuous",
+)
+STATIC = replace(CONTINUOUS, static=True, name="static")
+
+CONFIGS: dict[str, EngineConfig] = {
+    c.name: c for c in (VLLM_V1, NANO_CHUNKED, NANO_CLASSIC, CONTINUOUS, STATIC)
+}
+"""Named designs: ``kvsched.reference.engine_scheduler:CONFIGS[name]``."""

@@ -1,0 +1,255 @@
+"""The reference engine scheduler: vLLM v1's token accounting on nano-vllm's shape
+(spec/semantics.md, section 10).
+
+There is no prefill or decode phase: a request has ``computed`` tokens that catch up with its
+known tokens (prompt plus output so far) under a token budget; the iteration whose chunk reaches
+them samples a token. Pages are taken as tokens are computed; a running request that cannot get
+them preempts a victim by recompute, which releases every page and returns to the waiting queue.
+A request learns it is done only from the model (``ModelOutput.stopped``), as on an EOS, so the
+output length is not read, except by the lesson's peak admission, which needs it by definition.
+It speaks protocol version 2 (spec/protocol.py) and declares its design (:mod:`.config`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
+from kvsched.spec.workload import Limits, Request, pages_for, peak_pages
+
+from .blocks import BlockManager, PageKey
+from .config import VLLM_V1, EngineConfig
+
+UNBOUNDED = 1 << 62
+
+
+@dataclass
+class Seq:
+    """A request as the engine tracks it (nano-vllm's ``Sequence``)."""
+
+    request: Request
+    index: int
+    """Arrival position: ties in every order break by it."""
+    generated: int = 0
+    computed: int = 0
+    """Tokens whose KV the table holds (vLLM's ``num_computed_tokens``)."""
+    table: list[int] = field(default_factory=list)
+    registered: int = 0
+    """Leading full pages already in the prefix cache."""
+
+    @property
+    def id(self) -> str:
+        return self.request.id
+
+    @property
+    def tokens(self) -> int:
+        """Positions to compute before the next token is sampled. An empty prompt starts from
+        one position of its own (as a start token would), so its first token is computed from
+        something (DEC-3): the lesson's accounting, where the KV includes the token produced."""
+        prompt = self.request.prompt_tokens
+        return prompt + self.generated + (1 if prompt == 0 else 0)
+
+
+@dataclass
+class Step:
+    """One ``schedule()`` as it is built: what each request computes, takes and releases."""
+
+    budget: int
+    computed: dict[str, int] = field(default_factory=dict)
+    cached: dict[str, int] = field(default_factory=dict)
+    shared: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    admitted: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    preempt_freed: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+class EngineScheduler:
+    """An engine-grade scheduler; ``EngineScheduler.configured(cfg)`` builds a target class."""
+
+    config: EngineConfig = VLLM_V1
+
+    def __init__(self, limits: Limits, config: EngineConfig | None = None) -> None:
+        self.config = config or type(self).config
+        self.limits = limits
+        self.blocks = BlockManager(limits.pool_pages, self.config.null_page)
+        self.waiting: list[Seq] = []  # head first
+        self.running: list[Seq] = []  # admission order
+        self.seqs: dict[str, Seq] = {}
+        self.committed = 0  # peak pages of the batch, under peak admission only
+
+    @classmethod
+    def configured(cls, config: EngineConfig) -> type[EngineScheduler]:
+        """A subclass that builds with ``config`` and declares its properties, for ``check``."""
+        properties = config.properties()
+        name = f"EngineScheduler[{config.name}]"
+        attrs = {"config": config, "policy": properties.policy, "properties": properties}
+        return type(name, (cls,), attrs)
+
+    # protocol ---------------------------------------------------------------------------------
+    def add_request(self, request: Request) -> None:
+        seq = Seq(request, len(self.seqs))
+        self.seqs[request.id] = seq
+        self.waiting.append(seq)
+
+    def schedule(self) -> ScheduledBatch:
+        cfg = self.config
+        step = Step(cfg.token_budget if cfg.token_budget is not None else UNBOUNDED)
+        if cfg.batching == "mixed":
+            self._run(step, self.running)
+            if not step.preempted:  # vLLM admits nothing in a step that preempted
+                self._admit(step)
+        else:  # prefill-first: continuing chunks and admissions, else a decode batch
+            self._run(step, [s for s in self.running if s.tokens - s.computed > 1])
+            self._admit(step)
+            if not step.computed:
+                self._run(step, self.running)
+        decode = []
+        for rid, count in step.computed.items():
+            seq = self.seqs[rid]
+            seq.computed += count
+            self._register_full_pages(seq)
+            if seq.computed == seq.tokens:  # the chunk reached the end: sample a token
+                decode.append(rid)
+        return ScheduledBatch(
+            admitted=tuple(step.admitted),
+            decode=tuple(decode),
+            page_tables={s.id: tuple(s.table) for s in self.running},
+            computed=dict(step.computed),
+            cached=step.cached,
+            shared=step.shared,
+            preempted=tuple(step.preempted),
+            preempt_freed=step.preempt_freed,
+            waiting=tuple(s.id for s in self._queue()),
+        )
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        for rid, count in output.tokens.items():
+            self.seqs[rid].generated += count
+        freed = {}
+        for rid in output.stopped:
+            seq = self.seqs[rid]
+            self.running.remove(seq)
+            self.blocks.release(seq.table)
+            freed[rid] = tuple(seq.table)
+            seq.table = []
+            if self.config.admission == "peak":
+                self.committed -= peak_pages(seq.request, self.limits.page_size)
+        return StepOutcome(tuple(output.stopped), freed, self.blocks.free_count)
+
+    # running requests -------------------------------------------------------------------------
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        """Schedule running requests in order; one short of pages preempts a victim (10.4)."""
+        for seq in list(seqs):
+            if seq not in self.running or step.budget <= 0:
+                continue
+            count = min(seq.tokens - seq.computed, step.budget)
+            if count <= 0 or (self.config.chunking == "none" and count < seq.tokens - seq.computed):
+                continue
+            needed = pages_for(seq.computed + count, self.limits.page_size) - len(seq.table)
+            while not self.blocks.can_allocate(needed):
+                victim = self._victim()
+                self._preempt(step, victim)
+                if victim is seq:
+                    return
+            seq.table += self.blocks.allocate(max(needed, 0))
+            step.computed[seq.id] = count
+            step.budget -= count
+
+    def _victim(self) -> Seq:
+        """The last admitted or lowest priority: the oldest keeps its progress (LIVE-3)."""
+        if self.config.victim == "last":
+            return self.running[-1]
+        return max(self.running, key=lambda s: (s.request.priority, s.index))
+
+    def _preempt(self, step: Step, seq: Seq) -> None:
+        """Recompute preemption: every page released, KV forgotten, back to the queue (10.4)."""
+        self.running.remove(seq)
+        step.budget += step.computed.pop(seq.id, 0)
+        self.blocks.release(seq.table)
+        step.preempt_freed[seq.id] = tuple(seq.table)
+        step.preempted.append(seq.id)
+        seq.table, seq.computed, seq.registered = [], 0, 0
+        self.waiting.insert(0, seq)
+
+    # admission --------------------------------------------------------------------------------
+    def _queue(self) -> list[Seq]:
+        """The waiting queue in the declared order; fcfs keeps preempted requests at the head."""
+        order = self.config.order
+        if order == "priority":
+            return sorted(self.waiting, key=lambda s: (s.request.priority, s.index))
+        if order == "shortest-first":
+            return sorted(self.waiting, key=lambda s: (s.request.prompt_tokens, s.index))
+        return self.waiting
+
+    def _admit(self, step: Step) -> None:
+        """Admit from the queue's head while a slot, the budget and pages allow (10.3)."""
+        cfg, page_size = self.config, self.limits.page_size
+        if cfg.static and self.running:
+            return
+        for seq in list(self._queue()):
+            if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
+                return
+            hits = self._hits(seq)
+            known = len(hits) * page_size
+            count = min(seq.tokens - known, step.budget)
+            if count < seq.tokens - known and not self._may_chunk(step):
+                return  # head-of-line: nobody overtakes a request that does not fit
+            if cfg.admission == "peak":
+                peak = peak_pages(seq.request, page_size)
+                if self.committed + peak > self.blocks.usable:
+                    return
+            fresh = pages_for(known + count, page_size) - len(hits)
+            revived = sum(1 for page in hits if page not in self.blocks.ref)
+            # The watermark keeps room for running requests to grow; an idle engine ignores it,
+            # or a request bigger than the pool minus the watermark would wait forever (LIVE-2).
+            keep = cfg.watermark_pages if self.running else 0
+            if not self.blocks.can_allocate(fresh + revived, keep):
+                return
+            if cfg.admission == "peak":
+                self.committed += peak_pages(seq.request, page_size)
+            self.blocks.share(hits)
+            seq.table = hits + self.blocks.allocate(fresh)
+            seq.computed, seq.registered = known, len(hits)
+            if hits:
+                step.cached[seq.id] = known
+                step.shared[seq.id] = tuple(hits)
+            self.waiting.remove(seq)
+            self.running.append(seq)
+            step.admitted.append(seq.id)
+            step.computed[seq.id] = count
+            step.budget -= count
+
+    def _may_chunk(self, step: Step) -> bool:
+        """Whether the admission may be cut to the budget left (BATCH-5)."""
+        chunking = self.config.chunking
+        return chunking == "all" or (chunking == "first" and not step.computed)
+
+    # prefix cache -----------------------------------------------------------------------------
+    def _keys(self, seq: Seq, pages: int) -> list[PageKey]:
+        """What each of the first ``pages`` full pages holds (section 1.1)."""
+        request, size = seq.request, self.limits.page_size
+        return [
+            (request.prefix_group, i)
+            if request.prefix_group and (i + 1) * size <= request.prefix_tokens
+            else (request.id, i)
+            for i in range(pages)
+        ]
+
+    def _hits(self, seq: Seq) -> list[int]:
+        """Cached pages of the request's prefix; at least one token is left to compute."""
+        if not self.config.prefix_caching:
+            return []
+        full = (seq.tokens - 1) // self.limits.page_size  # vLLM caps a hit at tokens - 1
+        return self.blocks.lookup(self.blocks.chain(self._keys(seq, full)))
+
+    def _register_full_pages(self, seq: Seq) -> None:
+        if not self.config.prefix_caching:
+            return
+        full = seq.computed // self.limits.page_size
+        if full <= seq.registered:
+            return
+        hashes = self.blocks.chain(self._keys(seq, full))
+        for i in range(seq.registered, full):
+            self.blocks.register(seq.table[i], hashes[i])
+        seq.registered = full

@@ -1,0 +1,50 @@
+"""Checked reading of JSON fields for spec's loaders: what is wrong, named, as a WorkloadError.
+
+:mod:`.workload` reads a workload's fields with these, :mod:`.request_fields` a request's
+optional ones; each error message names the file, the request and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .strict_json import is_text, json_kind
+from .strict_json import shown_value as shown
+
+
+class WorkloadError(ValueError):
+    """A workload is malformed. The message names the file, the request and the field."""
+
+
+def integer(value: Any, bounds: tuple[int, int], where: str) -> int:
+    # bool is an int subclass in Python, but true/false is never a length in a workload file.
+    if type(value) is not int:
+        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {shown(value)}")
+    minimum, maximum = bounds
+    if value < minimum:
+        raise WorkloadError(f"{where} must be >= {minimum}, got {shown(value)}")
+    if value > maximum:
+        raise WorkloadError(
+            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
+            f"{shown(value)}"
+        )
+    return value
+
+
+def text(value: Any, source: str, field: str) -> str:
+    if not is_text(value):
+        raise WorkloadError(
+            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
+            f"{shown(value)}"
+        )
+    return str(value)
+
+
+def reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise WorkloadError(
+            f"{where}: unknown field '{unknown[0]}' in {what} "
+            f"(known fields: {', '.join(sorted(known))})"
+        )

@@ -1,0 +1,41 @@
+"""A shortest-first continuous-batching scheduler, behind the lesson protocol.
+
+Continuous batching with the lesson's peak-page admission, but the waiting queue is ordered by
+prompt length (ties by arrival): the classic shortest-job-first heuristic for mean latency. It
+declares ``order="shortest-first"`` and reports its queue, so the monitor checks admissions
+against that order instead of FCFS, and work conservation (BATCH-3) against its own head.
+"""
+
+from __future__ import annotations
+
+from kvsched.reference import ContinuousScheduler
+from kvsched.reference.scheduler import Sequence
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import ScheduledBatch
+from kvsched.spec.workload import Request, peak_pages
+
+
+class ShortestFirst(ContinuousScheduler):
+    properties = TargetProperties(policy="continuous", order="shortest-first")
+
+    def add_request(self, request: Request) -> None:
+        self.waiting.append(request)
+        ordered = sorted(self.waiting, key=lambda r: r.prompt_tokens)  # stable: ties by arrival
+        self.waiting.clear()
+        self.waiting.extend(ordered)
+
+    def schedule(self) -> ScheduledBatch:
+        admitted: list[str] = []
+        while self.waiting and self.can_admit(self.waiting[0]):
+            request = self.waiting.popleft()
+            self.running.append(Sequence(request))
+            self.committed_pages += peak_pages(request, self.limits.page_size)
+            admitted.append(request.id)
+        for seq in self.running:
+            self._grow(seq)
+        return ScheduledBatch(
+            admitted=tuple(admitted),
+            decode=tuple(seq.request.id for seq in self.running),
+            page_tables={seq.request.id: seq.pages for seq in self.running},
+            waiting=tuple(r.id for r in self.waiting),
+        )

@@ -1,0 +1,150 @@
+"""The reference engine scheduler (spec/semantics.md, section 10) under the monitor."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvsched.checks.monitor import monitor_run
+from kvsched.checks.search.strategies import workloads
+from kvsched.cli import main
+from kvsched.reference import POLICIES
+from kvsched.reference.engine import run
+from kvsched.reference.engine_scheduler import (
+    CONFIGS,
+    BlockManager,
+    EngineConfig,
+    EngineScheduler,
+)
+from kvsched.reference.families import generate
+from kvsched.reference.pool import PoolError
+from kvsched.spec.protocol import ModelOutput
+from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.workload import Limits, Request, Workload
+
+
+def _check(workload: Workload, config: EngineConfig) -> None:
+    target = EngineScheduler.configured(config)
+    result = run(workload, target, properties=config.properties())
+    assert result.fault is None, result.fault
+    finding = monitor_run(result, config.properties())
+    assert finding is None, str(finding)
+    assert result.drained
+
+
+@pytest.mark.parametrize("policy", ["static", "continuous"])
+def test_the_lessons_policies_are_configurations_with_the_same_schedule(policy: str) -> None:
+    workload = load_teaching_trace()
+    engine = run(workload, EngineScheduler.configured(CONFIGS[policy]))
+    lesson = run(workload, POLICIES[policy])
+    assert len(engine.events) == {"static": 116, "continuous": 88}[policy]
+    assert [e.admitted for e in engine.events] == [e.admitted for e in lesson.events]
+    assert [e.finished for e in engine.events] == [e.finished for e in lesson.events]
+    _check(workload, CONFIGS[policy])
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("family", ["poisson-short-tight", "bursty-heavy-tight", "shared-prefix"])
+def test_named_designs_run_clean_on_families(name: str, family: str) -> None:
+    _check(generate(family, 40, 3), CONFIGS[name])
+
+
+def test_prefix_cache_hits_share_pages_and_preemption_happens() -> None:
+    workload = generate("shared-prefix", 80, 2)
+    result = run(workload, EngineScheduler.configured(CONFIGS["vllm-v1"]))
+    assert sum(sum(e.cached.values()) for e in result.events) > 0
+    assert any(e.shared for e in result.events)
+    assert sum(len(e.preempted) for e in result.events) > 0
+    # the null page is never handed out
+    assert all(0 not in table for e in result.events for table in e.page_tables.values())
+
+
+def test_a_request_ends_when_the_model_says_so_not_at_its_declared_length() -> None:
+    scheduler = EngineScheduler(Limits(batch_limit=2, page_size=4, pool_pages=8))
+    scheduler.add_request(Request("a", 0, prompt_tokens=3, output_tokens=1))
+    for _ in range(3):  # the declared output length (1) is not what stops it
+        batch = scheduler.schedule()
+        assert batch.decode == ("a",)
+        outcome = scheduler.update_from_output(ModelOutput({"a": 1}))
+        assert outcome.finished == ()
+    scheduler.schedule()
+    outcome = scheduler.update_from_output(ModelOutput({"a": 1}, stopped=("a",)))
+    assert outcome.finished == ("a",) and outcome.free_pages == 7
+
+
+def test_the_block_manager_refuses_misuse_and_evicts_least_recently_freed() -> None:
+    blocks = BlockManager(4, null_page=True)
+    first = blocks.allocate(2)
+    assert first == [1, 2] and blocks.free_count == 1
+    [h] = blocks.chain([("g", 0)])
+    blocks.register(first[0], h)
+    blocks.release(first)
+    with pytest.raises(PoolError, match="double free"):
+        blocks.release([first[1]])
+    assert blocks.lookup([h]) == [1]
+    blocks.allocate(2)  # 3, then the least recently freed: 2 (tail first), not the cached 1
+    assert blocks.lookup([h]) == [1]
+    blocks.allocate(1)  # now 1 is evicted
+    assert blocks.lookup([h]) == []
+
+
+def test_a_design_that_cannot_chunk_without_a_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="token_budget"):
+        EngineConfig(token_budget=None, chunking="all")
+
+
+@st.composite
+def designs(draw: st.DrawFn, largest: int) -> EngineConfig:
+    chunking = draw(st.sampled_from(["all", "first", "none"]))
+    # Without chunking a recompute is one step, so the budget holds a whole request (nano-vllm
+    # asserts max_num_batched_tokens >= max_model_len for the same reason).
+    budget = draw(st.integers(1, 12)) if chunking != "none" else largest + draw(st.integers(0, 4))
+    return EngineConfig(
+        token_budget=budget,
+        chunking=chunking,
+        batching=draw(st.sampled_from(["mixed", "prefill-first"])),
+        order=draw(st.sampled_from(["fcfs", "priority", "shortest-first"])),
+        victim=draw(st.sampled_from(["last", "priority"])),
+        prefix_caching=draw(st.booleans()),
+        watermark_pages=draw(st.integers(0, 2)),
+        null_page=draw(st.booleans()),
+        static=draw(st.booleans()),
+        name="engine",
+    )
+
+
+@st.composite
+def engine_cases(draw: st.DrawFn) -> tuple[Workload, EngineConfig]:
+    workload = draw(workloads(max_requests=5))
+    groups = draw(st.lists(st.sampled_from(["", "p", "q"]), min_size=len(workload.requests)))
+    requests = []
+    for request, group in zip(workload.requests, [*groups, *[""] * 9], strict=False):
+        shared = draw(st.integers(0, request.prompt_tokens)) if group else 0
+        priority = draw(st.integers(0, 2))
+        requests.append(
+            replace(request, prefix_group=group, prefix_tokens=shared, priority=priority)
+        )
+    largest = max(r.prompt_tokens + r.output_tokens for r in requests)
+    config = draw(designs(largest))
+    pool = workload.limits.pool_pages + (1 if config.null_page else 0)
+    limits = replace(workload.limits, pool_pages=pool)
+    return replace(workload, limits=limits, requests=tuple(requests)), config
+
+
+@given(engine_cases())
+def test_every_combination_of_features_passes_the_monitor(
+    case: tuple[Workload, EngineConfig],
+) -> None:
+    workload, config = case
+    _check(workload, config)
+
+
+@pytest.mark.parametrize("target", ["VLLMV1Scheduler", "NanoChunkedScheduler"])
+def test_kvsched_check_gives_a_class_that_declares_preemption_a_clean_verdict(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", f"kvsched.reference.engine_scheduler:{target}"]) == 0
+    assert "every invariant holds" in capsys.readouterr().out
