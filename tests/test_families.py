@@ -82,7 +82,7 @@ def test_pools() -> None:
     assert tight.limits.pool_pages < tight.limits.batch_limit * mean_peak
 
 
-def test_scale_family_matches_issue_4() -> None:
+def test_scale_family_has_the_large_replay_shape() -> None:
     workload = generate(SCALE, 5000, 0)
     assert workload.limits.batch_limit == 256
     assert 190 <= sum(r.output_tokens for r in workload.requests) / 5000 <= 210

@@ -29,7 +29,7 @@ REQUIRED_BUG_CLASSES = (
 )  # fmt: skip
 
 
-def test_the_zoo_has_every_bug_class_of_issue_3_with_catalogue_ids() -> None:
+def test_the_zoo_has_every_bug_class_with_catalogue_ids() -> None:
     names = [m.name for m in ZOO]
     assert set(REQUIRED_BUG_CLASSES) <= set(names)
     assert len(names) == len(set(names))

@@ -191,6 +191,14 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, so the target's words cannot drive a terminal."""
+    return text.translate(_CONTROL)
+
+
 def cut(text: str) -> str:
     """``text`` cut to :data:`TEXT_LIMIT` characters, saying so."""
     if len(text) <= TEXT_LIMIT:
