@@ -8,6 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share"]
+"""What an engine does to one request while it schedules an iteration, in the order it does it
+(spec/eventlog.md, version 2): the step's computation and the end-of-iteration finishes and frees
+are summarized by the event's other fields."""
+OP_KINDS: tuple[OpKind, ...] = get_args(OpKind)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scheduling operation on ``request``; ``pages`` for ``free``, ``alloc`` and ``share``."""
+
+    kind: OpKind
+    request: str
+    pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,11 @@ class IterationEvent:
     preempted: tuple[str, ...] = ()
     """Requests preempted in this iteration: they released every page (listed in ``freed``)
     before this iteration's allocation and went back to the head of the waiting queue."""
+    schedule: tuple[Op, ...] | None = None
+    """The scheduling operations in the order the engine did them (an event log of version 2).
+    ``None``: the fixed order of version 1 (preemptions, admissions, then allocation), with the
+    pages of a preempted request in ``freed``. When set, ``freed`` holds only the frees at the end
+    of the iteration and ``admitted``, ``preempted``, ``allocated`` and ``shared`` summarize it."""
 
     @property
     def pages_in_use(self) -> int:

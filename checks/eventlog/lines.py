@@ -1,21 +1,19 @@
-"""One line of a JSONL event log: to JSON, and back with every field checked (spec/eventlog.md).
+"""One line of a version-1 event log: to JSON, and back with every field checked by hand.
 
-A line is checked on its own here, against the same rules as ``schemas/eventlog.schema.json``;
-what spans lines (the order of lines, iteration numbers) is :mod:`.jsonl`'s. A malformed line
-raises :class:`EventLogError` naming the file, the line and the field.
+The fast reader (:mod:`.version1`) decodes lines with msgspec; when it refuses one, the checks
+here read it again, field by field, against the same rules as ``schemas/eventlog.schema.json``,
+to say exactly what is wrong. What spans lines is :mod:`.stream`'s. A malformed line raises
+:class:`EventLogError` naming the file, the line and the field.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
+from kvsched.spec.workload import json_kind
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1
@@ -60,52 +58,6 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     # json writes tuples as arrays, but only a dict as an object: copy any other mapping.
     return dict(value) if isinstance(value, Mapping) else value
-
-
-def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    try:
-        document = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise EventLogError(
-            f"{path}: line {number}: not valid JSON (column {error.colno}: {error.msg})"
-        ) from None
-    if not isinstance(document, dict):
-        raise EventLogError(
-            f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
-        )
-    return document
-
-
-def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, TargetProperties]:
-    where = f"{path}: line 1 (header)"
-    if document.get("type") != "header":
-        raise EventLogError(
-            f"{where}: field 'type' must be 'header': an event log starts with "
-            f"its header, got {document.get('type')!r}"
-        )
-    _known(document, {"type", "format", "version", "workload", "target"}, where)
-    expected = {"type": "header", "format": LOG_FORMAT, "version": LOG_VERSION}
-    for field, value in expected.items():
-        if field not in document:
-            raise EventLogError(f"{where}: missing field '{field}'")
-        if document[field] != value or isinstance(document[field], bool):
-            raise EventLogError(
-                f"{where}: field '{field}' must be {value!r}, got {document[field]!r}"
-            )
-    for field in ("workload", "target"):
-        if field not in document:
-            raise EventLogError(f"{where}: missing field '{field}'")
-    try:
-        workload = parse_workload(document["workload"], source=f"{where}: field 'workload'")
-        properties = parse_properties(document["target"], where=f"{where}: field 'target'")
-    except (WorkloadError, PropertiesError) as error:
-        raise EventLogError(str(error)) from None
-    if not properties.policy:
-        raise EventLogError(
-            f"{where}: field 'target': missing field 'policy' (a log declares "
-            "the policy its target implements)"
-        )
-    return workload, properties
 
 
 def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:

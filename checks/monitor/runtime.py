@@ -25,8 +25,9 @@ from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.checks.monitor.schedule import check_schedule
 from kvsched.checks.monitor.tokens import check_tokens, computed_tokens
-from kvsched.reference.engine import Run
+from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import applicable
 from kvsched.spec.properties import TargetProperties
@@ -141,22 +142,18 @@ class Monitor:
                 requests=tuple(left),
             )
         requests.arrive(n)
-        for rid in event.preempted:
-            finding = (
-                requests.preempt(n, rid)
-                or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
-                or pages.drop(n, rid, "was preempted")
-            )
-            if finding:
-                return finding
-        finding = requests.admit(n, event.admitted) or self.batch.check_limits(n)
+        ordered = event.schedule is not None
+        if event.schedule is not None:
+            finding = check_schedule(n, event.schedule, requests, pages, self.batch.check_limits)
+        else:
+            finding = self._schedule_v1(n, event)
         if finding:
             return finding
         computed = computed_tokens(requests, event)
         finding = (
             requests.check_batch(n, event.active)
             or check_tokens(requests, n, event, computed)
-            or pages.update(n, event, requests.active)
+            or (None if ordered else pages.update(n, event, requests.active))
             or self._coverage(n)
             or self.batch.check_budget(n, computed)
             or self.batch.check_idle_slot(n, event, computed)
@@ -165,7 +162,7 @@ class Monitor:
         if finding:
             return finding
         for rid, freed in event.freed.items():
-            if rid not in event.preempted:
+            if ordered or rid not in event.preempted:  # v1: a preemption's frees came first
                 why = "finished" if rid in event.finished else "freed"
                 finding = pages.release(n, rid, freed, why)
                 if finding:
@@ -175,6 +172,19 @@ class Monitor:
             if finding:
                 return finding
         return pages.check_free(n, event.free_pages)
+
+    def _schedule_v1(self, n: int, event: IterationEvent) -> Finding | None:
+        """Version 1's fixed order: preemptions with their frees, then admissions."""
+        requests, pages = self.requests, self.pages
+        for rid in event.preempted:
+            finding = (
+                requests.preempt(n, rid)
+                or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
+                or pages.drop(n, rid, "was preempted")
+            )
+            if finding:
+                return finding
+        return requests.admit(n, event.admitted) or self.batch.check_limits(n)
 
     def _coverage(self, n: int) -> Finding | None:
         """PAGE-1 for every active request: its pages hold its KV, minimally or as reserved."""
@@ -199,11 +209,15 @@ def monitor_run(run: Run, properties: TargetProperties | None = None) -> Finding
         if finding is not None:
             return finding
     if run.fault is not None:
-        fault = run.fault
-        return Finding(
-            "PROTO-1",
-            fault.iteration,
-            f"{fault.call}() failed: {fault.message}",
-            recent=tuple(monitor.recent),
-        )
+        return fault_finding(run.fault, monitor)
     return monitor.finish(run.drained)
+
+
+def fault_finding(fault: SchedulerFault, monitor: Monitor) -> Finding:
+    """PROTO-1: the run stopped because the target raised or answered outside the protocol."""
+    return Finding(
+        "PROTO-1",
+        fault.iteration,
+        f"{fault.call}() failed: {fault.message}",
+        recent=tuple(monitor.recent),
+    )
