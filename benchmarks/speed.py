@@ -1,4 +1,4 @@
-"""Time and memory of the reference engine loop and of the event-jumping replay (issue 4, 2).
+"""Time and memory of the reference engine loop and of the event-jumping replay.
 
 Information, not a gate: on shared cores these figures move by tens of percent from run to run,
 so ``kvsched bench`` reports them and gates only on the deterministic figures (teaching.py,
@@ -62,7 +62,7 @@ class EngineLoop:
 
 
 class ScaleReplay:
-    """The replay of issue 4's target: 1,000,000 requests, batch limit 256."""
+    """The large replay: 1,000,000 requests, batch limit 256."""
 
     params = sorted(POLICIES)
     param_names = ("policy",)

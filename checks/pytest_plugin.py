@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.vocabulary import DEFAULT_PROFILE, POLICY_NAMES, PROFILE_NAMES
 
 _REPORTS = pytest.StashKey[dict[str, Any]]()
 
@@ -35,8 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "may repeat",
     )
     group.addoption("--kvsched-workload", metavar="FILE", help="also replay this workload first")
-    group.addoption("--kvsched-policy", choices=("static", "continuous"), default="")
-    group.addoption("--kvsched-profile", choices=("ci", "dev", "thorough"), default="ci")
+    group.addoption("--kvsched-policy", choices=POLICY_NAMES, default="")
+    group.addoption("--kvsched-profile", choices=PROFILE_NAMES, default=DEFAULT_PROFILE)
     group.addoption("--kvsched-timeout", type=float, default=10.0, metavar="SECONDS")
 
 
@@ -52,7 +53,6 @@ def pytest_collection_modifyitems(
 
 
 def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
-    from kvsched.checks.targets.learner import POLICIES
     from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
 
     config = session.config
@@ -71,7 +71,7 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
         ]
     chosen = config.getoption("kvsched_policy")
     if isinstance(loaded, LearnerTarget):
-        policies: tuple[str, ...] = (chosen,) if chosen else POLICIES
+        policies: tuple[str, ...] = (chosen,) if chosen else POLICY_NAMES
         invariants = ["allocate_kv_pages", *(i.id for i in CATALOGUE)]
     else:
         policy = chosen or (loaded.policy if isinstance(loaded, SchedulerTarget) else "")

@@ -1,11 +1,7 @@
 """The ``kvsched`` command line: one subcommand per module of :mod:`kvsched.commands`.
 
-Exit codes, for every subcommand: 0 success (for ``check``: every invariant holds), 1 a finding
-(an invariant violated, a regression over threshold), 2 bad usage or invalid input (a malformed
-workload or log, a target that cannot be loaded). A bug of kvsched itself exits 3 with a short
-report instead of a bare traceback, so it is never mistaken for a verdict on the scheduler.
-``prove`` alone also exits 4 when nothing was refuted but something was not proved (a timeout or
-Z3's unknown): not a finding, and not a pass either.
+Exit codes: :class:`kvsched.spec.vocabulary.ExitCode`. A bug of kvsched itself exits 3 with a
+short report instead of a bare traceback, so it is never mistaken for a verdict on the scheduler.
 """
 
 from __future__ import annotations
@@ -16,16 +12,12 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import WorkloadError
 
 # Each module defines ``register(subparsers)``, which adds its parser and sets ``func``.
 COMMANDS = ("replay", "reconstruct", "report", "check", "mutants", "bench", "prove", "synth")
-
-EXIT_OK, EXIT_FINDING, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """Bad arguments or invalid input that argparse cannot catch; exits 2 with the message."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,9 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (UsageError, WorkloadError) as error:
         print(f"kvsched {args.command}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except BrokenPipeError:
-        return EXIT_OK
+        return ExitCode.OK
     except Exception:
         print(
             f"kvsched {args.command}: internal error (a bug in kvsched, not a finding about "
@@ -58,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         traceback.print_exc()
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

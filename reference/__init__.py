@@ -5,6 +5,8 @@ Module by module it mirrors spec/semantics.md: :mod:`.pages` (section 2), :mod:`
 and :mod:`.metrics` (7).
 """
 
+from kvsched.spec.protocol import SchedulerFactory
+
 from .continuous import ContinuousScheduler
 from .engine import Run, SchedulerFault, run
 from .metrics import RunMetrics, compute_metrics, percentile
@@ -12,7 +14,11 @@ from .pages import allocate_kv_pages
 from .pool import PagePool, PoolError
 from .static import StaticScheduler
 
-POLICIES = {"static": StaticScheduler, "continuous": ContinuousScheduler}
+POLICIES: dict[str, SchedulerFactory] = {
+    "static": StaticScheduler,
+    "continuous": ContinuousScheduler,
+}
+"""The reference scheduler of each of the lesson's policies."""
 
 __all__ = [
     "POLICIES",

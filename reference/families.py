@@ -69,7 +69,7 @@ FAMILIES: dict[str, Family] = {
 """All twelve combinations, batch limit 64, pages of 16 tokens."""
 
 SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
-"""The large-replay shape of issue 4: batch limit 256, mean output about 200 tokens."""
+"""The large-replay shape: batch limit 256, mean output about 200 tokens."""
 
 
 def family_named(name: str) -> Family:

@@ -28,12 +28,13 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload, WorkloadError, pages_for
 
 from .engine import Run
 from .metrics import RunMetrics, admission_iterations, percentile
 
-REFERENCE_POLICIES = ("static", "continuous")
+REFERENCE_POLICIES = POLICY_NAMES
 
 
 @dataclass(frozen=True)

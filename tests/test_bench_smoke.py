@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kvsched.cli import main
-from kvsched.commands.bench import parse_compare
+from kvsched.reports.bench.verdict import parse_compare
 
 REPO = Path(__file__).resolve().parents[1]
 IDENTITY = ["-c", "user.name=kvsched tests", "-c", "user.email=tests@kvsched.invalid"]

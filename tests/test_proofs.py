@@ -18,9 +18,10 @@ from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation, unro
 from kvsched.checks.proofs.catalogue import ProofPlan, ProofResult, outcome, run_proofs
 from kvsched.checks.proofs.compare import dominates, prove_never_later
 from kvsched.checks.proofs.induction import invariant, prove_inductive
-from kvsched.checks.proofs.invariant import STATE_FACTS, STEP_FACTS
+from kvsched.checks.proofs.invariant import STATE_FACTS
 from kvsched.checks.proofs.model import BROKEN, FINISHED, Rules, fresh_state, iteration, successor
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, new_solver, prove, prove_with
+from kvsched.checks.proofs.steps import STEP_FACTS
 from kvsched.checks.proofs.workload import abstract_pages, exact_pages, symbolic_workload
 from kvsched.cli import main
 from kvsched.reference import POLICIES, run

@@ -32,13 +32,14 @@ from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
 from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.targets.deadline import Deadline, Watch
 from kvsched.checks.targets.isolation import Died, Done, Stuck, isolation_available, run_isolated
-from kvsched.checks.targets.learner import POLICIES, learner_factory
+from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
 from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload, workload_to_json
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def check_target(target: Target, options: CheckOptions, watch: Watch | None = No
             allocator = check_allocator(solution.allocate_kv_pages, deadline)
         verdicts = []
         if solution.schedule_iteration is not None:
-            for policy in (options.policy,) if options.policy else POLICIES:
+            for policy in (options.policy,) if options.policy else POLICY_NAMES:
                 factory = learner_factory(solution.schedule_iteration, policy)
                 verdicts.append(
                     check_scheduler(

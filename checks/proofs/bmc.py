@@ -21,7 +21,6 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.invariant import FACT_IDS, catalogue_checks
 from kvsched.checks.proofs.model import (
     FINISHED,
     Iteration,
@@ -33,6 +32,7 @@ from kvsched.checks.proofs.model import (
 )
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, Answer, exhibit, prove
 from kvsched.checks.proofs.replay import first_violation
+from kvsched.checks.proofs.steps import FACT_IDS, catalogue_checks
 from kvsched.checks.proofs.workload import (
     SymbolicWorkload,
     exact_pages,

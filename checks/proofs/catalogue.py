@@ -22,10 +22,12 @@ from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation
 from kvsched.checks.proofs.compare import DOMINANCE, prove_never_later
 from kvsched.checks.proofs.induction import LEMMAS as STEP_LEMMAS
 from kvsched.checks.proofs.induction import Obligation, prove_inductive
-from kvsched.checks.proofs.invariant import LIVE_CONCLUSION, STATE_FACTS, STEP_FACTS
+from kvsched.checks.proofs.invariant import STATE_FACTS
 from kvsched.checks.proofs.model import BROKEN, Rules
 from kvsched.checks.proofs.pages import LEMMAS, prove_lemma
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, Answer
+from kvsched.checks.proofs.steps import LIVE_CONCLUSION, STEP_FACTS
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload
 
 
@@ -79,7 +81,7 @@ class ProofPlan:
     """Requests in the inductive proofs (the arrivals, lengths and limits are symbolic)."""
     timeout_s: float = 60.0
     """Per Z3 query."""
-    policies: tuple[str, ...] = ("static", "continuous")
+    policies: tuple[str, ...] = POLICY_NAMES
     bounds: Bounds = field(default_factory=Bounds)
     """Workload sizes for bounded model checking."""
     broken: bool = False
@@ -93,7 +95,7 @@ def run_proofs(plan: ProofPlan) -> tuple[ProofResult, ...]:
         obligations = prove_inductive(Rules(policy), plan.requests, plan.timeout_s)
         premises += obligations
         results += induction(policy, plan.requests, obligations)
-    if set(plan.policies) == {"static", "continuous"}:
+    if set(plan.policies) == set(POLICY_NAMES):
         results.append(never_later(plan.requests, plan.timeout_s, premises))
     for policy in plan.policies:
         results.append(bounded_liveness(policy, plan.bounds, plan.timeout_s))

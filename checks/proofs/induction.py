@@ -23,14 +23,7 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.invariant import (
-    BOTH,
-    STATE_FACTS,
-    STEP_FACTS,
-    StepFact,
-    all_finished,
-    each,
-)
+from kvsched.checks.proofs.invariant import BOTH, STATE_FACTS, StepFact, all_finished, each
 from kvsched.checks.proofs.model import (
     ACTIVE,
     WAITING,
@@ -43,6 +36,7 @@ from kvsched.checks.proofs.model import (
     successor,
 )
 from kvsched.checks.proofs.query import PROVED, Answer, exhibit, new_solver, prove, prove_with
+from kvsched.checks.proofs.steps import STEP_FACTS
 from kvsched.checks.proofs.workload import (
     PageFunction,
     SymbolicWorkload,

@@ -15,8 +15,8 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.invariant import catalogue_checks
 from kvsched.checks.proofs.model import FINISHED, Iteration, Rules, State, iteration, successor
+from kvsched.checks.proofs.steps import catalogue_checks
 from kvsched.checks.proofs.workload import SymbolicWorkload, concrete_workload
 from kvsched.reference.engine import iteration_bound
 from kvsched.spec.workload import Workload

@@ -1,4 +1,4 @@
-"""Search for the smallest workload on which a scheduler breaks an invariant (issue 3, section 4).
+"""Search for the smallest workload on which a scheduler breaks an invariant.
 
 :func:`search` runs the target through the reference engine on workloads drawn by
 :func:`.strategies.workloads` and judges every run with the runtime monitor. When the
@@ -37,12 +37,13 @@ from kvsched.checks.search.counterexample import (
     parse_reproduce,
     reproduce_line,
 )
-from kvsched.checks.search.profiles import DEFAULT_PROFILE, profile_settings
+from kvsched.checks.search.profiles import profile_settings
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
 from kvsched.checks.search.strategies import workloads
 from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.vocabulary import DEFAULT_PROFILE
 from kvsched.spec.workload import Workload
 
 if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
@@ -113,7 +114,7 @@ def search(
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
     ``policy`` is the target's declared policy (it selects the invariants that apply);
-    ``profile`` one of :data:`.profiles.PROFILES`, whose example count
+    ``profile`` one of :data:`kvsched.spec.vocabulary.PROFILE_NAMES`, whose example count
     ``max_examples`` overrides. ``invariant`` restricts the search to one id from the start.
     ``strategy`` replaces the default workloads; a ``reproduce`` line only replays on the
     strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, settings
 
-DEFAULT_PROFILE = "ci"
+from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile
+
+__all__ = ["DEFAULT_PROFILE", "PROFILE_SETTINGS", "profile_settings", "register_profiles"]
+
 
 # Built on Hypothesis's own "default" profile, not on whatever profile is loaded at import time,
 # so the profiles mean the same thing whoever imports this module first.
@@ -29,7 +32,7 @@ _COMMON = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
-PROFILES: dict[str, settings] = {
+PROFILE_SETTINGS: dict[Profile, settings] = {
     # No explain phase in ci: on a failing state machine it costs tens of seconds to annotate a
     # report that the counterexample already makes plain.
     "ci": settings(
@@ -48,9 +51,9 @@ PROFILES: dict[str, settings] = {
 def profile_settings(name: str) -> settings:
     """The settings of profile ``name``; a ``ValueError`` names the known profiles otherwise."""
     try:
-        return PROFILES[name]
+        return PROFILE_SETTINGS[name]  # type: ignore[index]
     except KeyError:
-        known = ", ".join(PROFILES)
+        known = ", ".join(PROFILE_NAMES)
         raise ValueError(f"unknown Hypothesis profile {name!r} (known: {known})") from None
 
 
@@ -59,5 +62,5 @@ def register_profiles() -> None:
 
     Registering is idempotent; which profile is *loaded* stays the caller's choice.
     """
-    for name, profile in PROFILES.items():
+    for name, profile in PROFILE_SETTINGS.items():
         settings.register_profile(name, profile)

@@ -20,7 +20,6 @@ from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory,
 from kvsched.spec.workload import Limits, Request
 
 STATE_KEYS = ("waiting", "running", "finished", "free_pages")
-POLICIES = ("static", "continuous")
 
 ScheduleIteration = Callable[[dict[str, Any], dict[str, int], str], Any]
 AllocateKvPages = Callable[..., Any]

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tabulate import tabulate
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import BY_ID
-from kvsched.spec.workload import Workload, workload_to_json
+from kvsched.spec.text import describe_event, describe_workload
+from kvsched.spec.workload import workload_to_json
 
 
 def render_table(report: Report, reproduce: str = "") -> str:
@@ -87,41 +86,6 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     if failing is not None and failing.reproduce_blob:
         lines.append(f"Hypothesis reproduce blob: {failing.reproduce_blob}")
     return "\n".join(lines)
-
-
-def describe_workload(workload: Workload) -> list[str]:
-    """A workload as sentences: the limits, then each request in declared order."""
-    limits = workload.limits
-    count = len(workload.requests)
-    lines = [
-        f"{count} request{'s' if count != 1 else ''}; at most {limits.batch_limit} active at once, "
-        f"pages of {limits.page_size} token{'s' if limits.page_size != 1 else ''}, "
-        f"a pool of {limits.pool_pages} page{'s' if limits.pool_pages != 1 else ''}."
-    ]
-    for r in workload.requests:
-        lines.append(
-            f"{r.id}: arrives at time {r.arrival} (may join from iteration {r.arrival + 1}), "
-            f"prompt of {r.prompt_tokens} tokens, wants {r.output_tokens} output "
-            f"token{'s' if r.output_tokens != 1 else ''}."
-        )
-    return lines
-
-
-def describe_event(event: IterationEvent) -> str:
-    """One iteration as the monitor saw it, in one line."""
-    parts = [f"iteration {event.iteration}:"]
-    if event.admitted:
-        parts.append(f"{_ids(event.admitted)} join;")
-    parts.append(f"active {_ids(event.active) or 'nobody'};")
-    parts.append(f"tokens for {_ids(event.decoded) or 'nobody'};")
-    if event.page_tables:
-        tables = ", ".join(f"{rid} {_pages(p)}" for rid, p in event.page_tables.items())
-        parts.append(f"pages {tables};")
-    for rid in event.finished:
-        parts.append(f"{rid} finishes, frees {_pages(event.freed.get(rid, ()))};")
-    free = f"{event.free_pages} page{'s' if event.free_pages != 1 else ''} free"
-    parts.append(f"{free}; waiting {_ids(event.waiting)}" if event.waiting else free)
-    return " ".join(parts)
 
 
 def render_json(report: Report) -> str:
@@ -235,11 +199,3 @@ def _failure(
 ) -> None:
     ElementTree.SubElement(case, "failure", message=message).text = details
     suite.set("failures", str(int(suite.get("failures", "0")) + 1))
-
-
-def _ids(ids: Sequence[str]) -> str:
-    return " ".join(ids)
-
-
-def _pages(pages: Sequence[int] | Mapping[str, Any]) -> str:
-    return "[" + " ".join(str(p) for p in pages) + "]"

@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.spec.invariants import CATALOGUE, applicable
+from kvsched.spec.text import plural
+from kvsched.spec.vocabulary import ExitCode, Status, is_policy
 from kvsched.spec.workload import Workload
 
-HOLDS = "holds"
-VIOLATED = "violated"
-NOT_APPLICABLE = "not applicable"
-NOT_CHECKED = "not checked"
-"""Applicable, but the check stopped at an earlier violation before it was exercised."""
-
-EXIT_OK, EXIT_FINDING = 0, 1
+HOLDS: Status = "holds"
+VIOLATED: Status = "violated"
+NOT_APPLICABLE: Status = "not applicable"
+NOT_CHECKED: Status = "not checked"
 
 
 @dataclass(frozen=True)
@@ -58,11 +57,11 @@ class Evidence:
             parts.append(f"monitor on {' and '.join(self.fixed_workloads)}")
         if self.hypothesis_examples:
             parts.append(
-                f"Hypothesis, {_count(self.hypothesis_examples, 'example')} "
+                f"Hypothesis, {plural(self.hypothesis_examples, 'example')} "
                 f"({self.hypothesis_profile})"
             )
         elif self.monitor_runs > fixed:
-            parts.append(f"monitor over {_count(self.monitor_runs - fixed, 'more run')}")
+            parts.append(f"monitor over {plural(self.monitor_runs - fixed, 'more run')}")
         if self.watchdog:
             parts.append("the watchdog ended the check in a call into the target")
         if invariant in self.proved:
@@ -139,7 +138,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.ok else EXIT_FINDING
+        return ExitCode.OK if self.ok else ExitCode.FINDING
 
 
 def build_verdict(
@@ -189,10 +188,6 @@ def build_verdict(
 
 
 def _why_not(policy: str) -> str:
-    if policy in ("static", "continuous"):
+    if is_policy(policy):
         return f"does not constrain {policy} batching"
     return "the target declares no policy it constrains"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"

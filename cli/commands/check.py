@@ -12,7 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kvsched.cli import UsageError
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import POLICY_NAMES, PROFILE_NAMES
 
 DEFAULT_SAVE_DIR = Path(".kvsched") / "counterexamples"
 
@@ -35,13 +36,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workload", type=Path, help="also replay this workload file, first")
     parser.add_argument(
         "--policy",
-        choices=("static", "continuous"),
+        choices=POLICY_NAMES,
         help="the policy to judge under (default: the target's declared policy; a learner's "
         "solution is judged under both)",
     )
     parser.add_argument(
         "--profile",
-        choices=("ci", "dev", "thorough"),
+        choices=PROFILE_NAMES,
         default="ci",
         help="Hypothesis profile: ci (fast, derandomized; default), dev, thorough",
     )

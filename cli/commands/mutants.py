@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kvsched.cli import UsageError
+from kvsched.commands import UsageError
 
 DEFAULT_ZOO = Path("tests") / "quality" / "zoo.py"
 

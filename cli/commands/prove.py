@@ -13,10 +13,9 @@ import json
 import time
 from typing import Any
 
-from kvsched.cli import EXIT_FINDING, EXIT_OK, UsageError
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import workload_to_json
-
-EXIT_NOT_PROVED = 4
 
 
 def register(subparsers: Any) -> None:
@@ -91,8 +90,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         _print_table(results, outcome, wall)
     if outcome == PROVED:
-        return EXIT_OK
-    return EXIT_NOT_PROVED if outcome == NOT_PROVED else EXIT_FINDING
+        return ExitCode.OK
+    return ExitCode.NOT_PROVED if outcome == NOT_PROVED else ExitCode.FINDING
 
 
 def _print_table(results: Any, outcome: str, wall: float) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kvsched.cli import UsageError
+from kvsched.commands import UsageError
 from kvsched.spec.workload import workload_to_json
 
 

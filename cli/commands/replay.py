@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from kvsched.reference.engine import Run
 from kvsched.reference.metrics import RunMetrics
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
+from kvsched.spec.text import id_list, page_list, plural
 from kvsched.spec.workload import Workload, load_workload
 
 
@@ -67,8 +67,8 @@ def render_table(workload: Workload, metrics: dict[str, RunMetrics]) -> str:
     limits = workload.limits
     header = (
         f"{workload.name}: {len(workload.requests)} requests, batch limit {limits.batch_limit}, "
-        f"pages of {_plural(limits.page_size, 'token')}, "
-        f"pool of {_plural(limits.pool_pages, 'page')}"
+        f"pages of {plural(limits.page_size, 'token')}, "
+        f"pool of {plural(limits.pool_pages, 'page')}"
     )
     rows = [
         ("iterations", *(m.iterations for m in metrics.values())),
@@ -114,46 +114,36 @@ def _eventful(event: IterationEvent) -> bool:
 def _describe(event: IterationEvent, batch_limit: int) -> str:
     parts = []
     if event.arrived:
-        parts.append(f"{_ids(event.arrived)} arrive{'s' if len(event.arrived) == 1 else ''}")
+        parts.append(f"{id_list(event.arrived)} arrive{'s' if len(event.arrived) == 1 else ''}")
     if event.admitted:
-        parts.append(f"{_ids(event.admitted)} join")
-    active = _ids(event.active) if event.active else "nobody"
+        parts.append(f"{id_list(event.admitted)} join")
+    active = id_list(event.active) if event.active else "nobody"
     parts.append(f"{active} decode" if event.active else "idle")
     if event.waiting:
-        parts.append(f"{_ids(event.waiting)} wait{'s' if len(event.waiting) == 1 else ''}")
+        parts.append(f"{id_list(event.waiting)} wait{'s' if len(event.waiting) == 1 else ''}")
     for request_id in event.finished:
         pages = event.freed.get(request_id, ())
-        parts.append(f"{request_id} finishes, frees {_plural(len(pages), 'page')} {_pages(pages)}")
+        parts.append(
+            f"{request_id} finishes, frees {plural(len(pages), 'page')} {page_list(pages)}"
+        )
     idle = batch_limit - len(event.active)
     if event.waiting and idle > 0:
         parts.append(f"{idle} slot{'s' if idle > 1 else ''} idle")
     if event.active:
-        parts.append(f"{_plural(event.pages_in_use, 'page')} in use")
+        parts.append(f"{plural(event.pages_in_use, 'page')} in use")
     return f"  {event.iteration:>7}  " + "; ".join(parts)
 
 
 def _describe_quiet(first: IterationEvent, last: IterationEvent, batch_limit: int) -> str:
     span = f"{first.iteration}-{last.iteration}" if last is not first else str(first.iteration)
-    text = f"{_ids(first.active)} decode" if first.active else "idle: nothing active or waiting"
+    text = f"{id_list(first.active)} decode" if first.active else "idle: nothing active or waiting"
     if first.waiting:
-        text += f"; {_ids(first.waiting)} wait{'s' if len(first.waiting) == 1 else ''}"
+        text += f"; {id_list(first.waiting)} wait{'s' if len(first.waiting) == 1 else ''}"
         idle = batch_limit - len(first.active)
         if idle > 0:
             text += f"; {idle} slot{'s' if idle > 1 else ''} idle"
     return f"  {span:>7}  {text}"
 
 
-def _ids(ids: Sequence[str]) -> str:
-    return " ".join(ids)
-
-
-def _pages(pages: Sequence[int]) -> str:
-    return "[" + ",".join(str(p) for p in pages) + "]"
-
-
 def _number(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"

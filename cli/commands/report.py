@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kvsched.cli import UsageError
+from kvsched.commands import UsageError
 from kvsched.reference import POLICIES
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace

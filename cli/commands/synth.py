@@ -19,7 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kvsched.cli import EXIT_FINDING, EXIT_OK, UsageError
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import workload_to_json
 
 QUESTIONS = ("p95-inversion", "iteration-gap", "continuous-loses", "reuse")
@@ -97,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote {args.out}")
     answered = answer.workload is not None or answer.verdict.startswith("none exists")
-    return EXIT_OK if answered else EXIT_FINDING
+    return ExitCode.OK if answered else ExitCode.FINDING
 
 
 def _validate(args: argparse.Namespace) -> None:

@@ -1,0 +1,51 @@
+"""The closed vocabularies of kvsched, each defined once.
+
+Loaders, argparse choices, the pytest plugin and the verdicts all take their words from here, so
+a word cannot be spelt two ways, and a new one is added in one place. Each vocabulary is a
+``Literal`` type (for mypy) with the tuple of its values (for run-time checks and ``choices``).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Literal, TypeGuard, get_args
+
+Policy = Literal["static", "continuous"]
+"""The lesson's two batching policies (spec/semantics.md, section 5)."""
+POLICY_NAMES: tuple[Policy, ...] = get_args(Policy)
+
+Profile = Literal["ci", "dev", "thorough"]
+"""How hard the Hypothesis search tries: fast and derandomized in CI, deeper by hand."""
+PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)
+DEFAULT_PROFILE: Profile = "ci"
+
+Status = Literal["holds", "violated", "not applicable", "not checked"]
+"""What a verdict says of one invariant. "not checked": applicable, but the check stopped at an
+earlier violation before it was exercised."""
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+
+class ExitCode(IntEnum):
+    """The exit codes of every ``kvsched`` command.
+
+    A finding (1) is a verdict on the target; an invalid input (2) is the user's to fix; an
+    internal error (3) is always a bug of kvsched. ``prove`` alone also exits 4: nothing was
+    refuted but something was not proved (a timeout or Z3's unknown), which is neither a pass
+    nor a finding.
+    """
+
+    OK = 0
+    FINDING = 1
+    USAGE = 2
+    INTERNAL = 3
+    NOT_PROVED = 4
+
+
+def is_policy(name: str) -> TypeGuard[Policy]:
+    """Whether ``name`` is one of the lesson's policies."""
+    return name in POLICY_NAMES
+
+
+def is_profile(name: str) -> TypeGuard[Profile]:
+    """Whether ``name`` is one of the Hypothesis profiles."""
+    return name in PROFILE_NAMES

@@ -1,0 +1,187 @@
+"""The runtime monitor on corrupted events, and the monitor as an object: incremental, sticky,
+with work that follows the iteration rather than the pool. The mutants are in test_monitor.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from quality.mutants import DecodesTwice
+from test_monitor import KeepsPagesOnFinish, NeverAdmits, RaisesInIteration3, W, workload
+
+from kvsched.checks.monitor import pages as monitor_pages
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import Monitor, monitor_run
+from kvsched.reference import ContinuousScheduler, run
+from kvsched.reference.engine import Run, iteration_bound
+from kvsched.spec.properties import TargetProperties
+
+# Event-level corruptions --------------------------------------------------------------------
+
+
+def corrupt(iteration: int, **changes: Any) -> Finding | None:
+    result = run(W, ContinuousScheduler)
+    events = list(result.events)
+    events[iteration - 1] = replace(events[iteration - 1], **changes)
+    return monitor_run(replace(result, events=tuple(events)))
+
+
+def test_page_outside_the_pool_is_page_5() -> None:
+    for page in (8, 99):  # ids run 0 to 7
+        finding = corrupt(1, page_tables={"a": (0, 1), "b": (page,)}, allocated={"b": (page,)})
+        assert finding is not None and (finding.invariant, finding.pages) == ("PAGE-5", (page,))
+
+
+def test_freeing_a_page_not_held_is_page_3() -> None:
+    event = run(W, ContinuousScheduler).events[2]  # a finishes in iteration 3
+    assert event.finished == ("a",)
+    finding = corrupt(3, freed={**event.freed, "c": (5,)})
+    assert finding is not None and finding.invariant == "PAGE-3" and finding.pages == (5,)
+
+
+def test_a_waiting_request_holding_pages_is_page_4() -> None:
+    event = run(W, ContinuousScheduler).events[1]  # c waits in iteration 2
+    assert "c" in event.waiting
+    finding = corrupt(2, page_tables={**event.page_tables, "c": (7,)})
+    assert finding is not None and (finding.invariant, finding.requests) == ("PAGE-4", ("c",))
+
+
+def test_a_page_dropped_from_a_table_without_a_free_is_page_3() -> None:
+    event = run(W, ContinuousScheduler).events[1]
+    finding = corrupt(2, page_tables={**event.page_tables, "b": ()})
+    assert finding is not None and finding.invariant == "PAGE-3"
+
+
+def test_request_conservation_in_the_events() -> None:
+    second = run(W, ContinuousScheduler).events[1]
+    a_pages = second.page_tables["a"]
+    cases: list[tuple[int, dict[str, Any], tuple[str, ...], str]] = [
+        (2, {"admitted": ("a",)}, ("a",), "already in the batch"),
+        (2, {"active": ("a",)}, ("b",), "left the batch"),
+        (2, {"active": ("a", "b", "c")}, ("c",), "without being admitted"),
+        (3, {"finished": (), "freed": {}}, ("a",), "produced its last token"),
+        (2, {"finished": ("a",), "freed": {"a": a_pages}}, ("a",), "after 2 of its 3"),
+    ]
+    for iteration, changes, requests, words in cases:
+        finding = corrupt(iteration, **changes)
+        assert finding is not None, changes
+        assert (finding.invariant, finding.iteration) == ("REQ-2", iteration), finding
+        assert finding.requests == requests and words in finding.message
+
+
+def test_findings_say_where_a_request_is() -> None:
+    unknown = corrupt(1, admitted=("a", "b", "zz"))
+    assert unknown is not None and (unknown.invariant, unknown.requests) == ("REQ-1", ("zz",))
+    cases = [
+        (1, ("a", "b", "c"), "not arrived yet"),
+        (2, ("a", "b", "c"), "waiting"),
+        (1, ("a", "b", "zz"), "not a request of the workload"),
+        (4, ("b", "c", "a"), "finished"),
+    ]
+    for iteration, decoded, words in cases:
+        finding = corrupt(iteration, decoded=decoded)
+        assert finding is not None and finding.invariant == "DEC-2", finding
+        assert f"is {words}, not in the batch" in finding.message
+
+
+# The monitor as an object -------------------------------------------------------------------
+
+
+def test_monitor_is_incremental_and_sticky() -> None:
+    result = run(W, KeepsPagesOnFinish)
+    monitor = Monitor(W, "continuous")
+    findings = [monitor.observe(event) for event in result.events]
+    first = next(f for f in findings if f is not None)
+    assert findings.index(first) == 2  # iteration 3, and every later call repeats it
+    assert all(f is first for f in findings[2:])
+    assert monitor.finish(True) is first
+
+
+def test_end_of_run_findings_have_iteration_0() -> None:
+    result = run(W, ContinuousScheduler)
+    monitor = Monitor(W, "continuous")
+    for event in result.events[:-1]:
+        assert monitor.observe(event) is None
+    lost = monitor.finish(drained=True)  # b never finished, yet the run claims it drained
+    assert lost is not None and (lost.invariant, lost.iteration) == ("REQ-2", 0)
+    assert lost.requests == ("b",)
+
+
+def test_messages_name_a_few_requests_and_count_the_rest() -> None:
+    for count, words in ((5, "'r4';"), (7, "'r4' and 2 more;")):
+        w = workload((1, 4, 8), *((f"r{i}", 0, 1, 1) for i in range(count)))
+        finding = monitor_run(run(w, NeverAdmits))
+        assert finding is not None and finding.invariant == "LIVE-1"
+        assert words in finding.message and len(finding.requests) == count
+
+
+def test_idle_iterations_after_the_drain_are_fine() -> None:
+    result = run(W, ContinuousScheduler)
+    last = result.events[-1]
+    idle = tuple(
+        replace(last, iteration=n, admitted=(), active=(), decoded=(), finished=(),
+                page_tables={}, allocated={}, freed={}, free_pages=8, arrived=())
+        for n in range(len(result.events) + 1, iteration_bound(W) + 3)
+    )  # fmt: skip
+    assert monitor_run(replace(result, events=result.events + idle)) is None
+
+
+def test_events_past_the_bound_are_live_1() -> None:
+    result = run(W, NeverAdmits)
+    assert len(result.events) == iteration_bound(W)
+    idle = replace(result.events[-1], iteration=len(result.events) + 1)
+    finding = monitor_run(replace(result, events=(*result.events, idle)))
+    assert finding is not None
+    assert (finding.invariant, finding.iteration) == ("LIVE-1", iteration_bound(W) + 1)
+
+
+def test_protocol_fault_comes_after_the_events_before_it() -> None:
+    class BreaksThenRaises(DecodesTwice, RaisesInIteration3):
+        pass
+
+    finding = monitor_run(run(W, BreaksThenRaises))
+    assert finding is not None and finding.invariant == "DEC-1"
+
+
+def test_bad_use_of_the_monitor_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        Monitor(W, "static", TargetProperties(policy="continuous"))
+    with pytest.raises(ValueError, match="reserved page"):
+        Monitor(W, "static", TargetProperties(reserved_pages=(8,)))
+    monitor = Monitor(W, "continuous")
+    event = run(W, ContinuousScheduler).events[1]
+    with pytest.raises(ValueError, match="expected iteration 1"):
+        monitor.observe(event)
+    with pytest.raises(ValueError, match="computed"):
+        Monitor(W, "continuous", TargetProperties(preemption=True, admission="lazy")).observe(
+            run(W, ContinuousScheduler).events[0]
+        )
+
+
+def test_only_changed_tables_are_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    compared: list[str] = []
+    change = monitor_pages.PageLedger._change
+
+    def counting(self: monitor_pages.PageLedger, n: int, rid: str, *args: Any) -> Any:
+        compared.append(f"{n}:{rid}")
+        return change(self, n, rid, *args)
+
+    monkeypatch.setattr(monitor_pages.PageLedger, "_change", counting)
+    w = workload((3, 2, 40), ("a", 0, 3, 9), ("b", 0, 0, 7), ("c", 2, 5, 4))
+    result = run(w, ContinuousScheduler)
+    assert monitor_run(result) is None
+    grown = [f"{e.iteration}:{rid}" for e in result.events for rid in e.allocated]
+    assert compared == grown
+    assert len(grown) < sum(len(e.active) for e in result.events)
+
+
+def test_work_does_not_grow_with_the_pool() -> None:
+    # One slot, so pages never limit admission; then pretend the pool is a trillion pages. A
+    # monitor that walked the pool would run out of time or memory here.
+    w = workload((1, 4, 6), ("a", 0, 5, 3), ("b", 0, 9, 2))
+    result = run(w, ContinuousScheduler)
+    huge = 10**12
+    bigger = replace(w, limits=replace(w.limits, pool_pages=w.limits.pool_pages + huge))
+    events = tuple(replace(e, free_pages=e.free_pages + huge) for e in result.events)
+    assert monitor_run(Run(bigger, "continuous", events)) is None

@@ -1,0 +1,66 @@
+"""The shape of the code base: rooms of readable size, one vocabulary, a spec that stands alone.
+
+The layer order itself (spec <- reference <- checks <- reports, benchmarks <- cli, and the rooms
+of checks/) is import-linter's job: `lint-imports` runs in CI with the contracts in
+pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvsched.checks.search.profiles import PROFILE_SETTINGS
+from kvsched.reference import POLICIES
+from kvsched.spec.vocabulary import POLICY_NAMES, PROFILE_NAMES
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_FOLDERS = ("spec", "reference", "checks", "reports", "cli", "benchmarks", "tests")
+MAX_LINES = 300
+
+
+def _python_files() -> list[Path]:
+    return sorted(p for folder in SOURCE_FOLDERS for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_every_module_reads_in_one_sitting() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in _python_files()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+
+
+def test_importing_the_spec_loads_nothing_else_of_kvsched() -> None:
+    code = (
+        "import sys, pkgutil, importlib, kvsched.spec as spec\n"
+        "for m in pkgutil.iter_modules(spec.__path__):\n"
+        "    importlib.import_module(f'kvsched.spec.{m.name}')\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('kvsched'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert loaded, "the probe imported nothing"
+    assert [m for m in loaded if m not in ("kvsched", "kvsched.spec")] == [
+        m for m in loaded if m.startswith("kvsched.spec.")
+    ], loaded
+
+
+def test_one_vocabulary_for_policies_and_profiles() -> None:
+    assert tuple(POLICIES) == POLICY_NAMES
+    assert tuple(PROFILE_SETTINGS) == PROFILE_NAMES
+
+
+@pytest.mark.parametrize("folder", SOURCE_FOLDERS)
+def test_code_and_docs_speak_of_the_project_only(folder: str) -> None:
+    """Comments and docstrings cite the spec, never a tracker's issue numbers."""
+    citing = re.compile(r"\b[Ii]ssue \d|\bissue #\d")
+    files = [*(ROOT / folder).rglob("*.py"), *(ROOT / folder).rglob("*.md")]
+    found = [str(p.relative_to(ROOT)) for p in files if citing.search(p.read_text("utf-8"))]
+    assert not found, f"files citing issue numbers: {found}"
