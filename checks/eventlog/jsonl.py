@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.lines import LOG_FORMAT, LOG_VERSION, EventLogError, event_json
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import Monitor, fault_finding
 from kvsched.reference.engine import Run
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties, properties_to_json
@@ -97,13 +97,4 @@ def read_run(path: str | Path) -> tuple[Run, TargetProperties]:
 def check_log(path: str | Path) -> Finding | None:
     """Judge a recorded log offline with the runtime monitor, as it streams: the first finding,
     or ``None``."""
-    reader = LogReader(path)
-    header = reader.header
-    monitor = Monitor(header.workload, header.properties.policy, header.properties)
-    for event in reader.events():
-        finding = monitor.observe(event)
-        if finding is not None:
-            return finding
-    if reader.fault is not None:
-        return fault_finding(reader.fault, monitor)
-    return monitor.finish(reader.drained)
+    return check_stream(path).finding

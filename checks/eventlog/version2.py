@@ -1,7 +1,7 @@
 """Iteration lines of an event log, version 2: operations in order, pages as deltas.
 
 A version-2 iteration line lists what the engine did, in the order it did it (spec/eventlog.md,
-section 5): the schedule (``arrive``, ``preempt``, ``free``, ``admit``, ``alloc``, ``share``),
+section 8): the schedule (``arrive``, ``preempt``, ``free``, ``admit``, ``alloc``, ``share``),
 then the step (``cache``, ``compute``, ``token``, ``decode``), then the update (``finish``,
 ``free``, late ``arrive``). Page tables travel as the pages each operation adds or frees, with an
 optional full snapshot (``tables``) that must agree with them. A log may declare its allocator

@@ -1,4 +1,4 @@
-"""Writing event logs of version 2, line by line, plain or gzip (spec/eventlog.md, section 5).
+"""Writing event logs of version 2, line by line, plain or gzip (spec/eventlog.md, section 8).
 
 :class:`LogWriter` is what a recorder holds while an engine runs: it writes the header at once and
 each iteration as it ends, so a recording of any length takes constant memory. Lines come out in
