@@ -19,6 +19,10 @@ Profile = Literal["ci", "dev", "thorough"]
 PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)
 DEFAULT_PROFILE: Profile = "ci"
 
+Engine = Literal["vllm"]
+"""Engines ``kvsched record`` can drive (checks/record/): each writes a version-2 event log."""
+ENGINE_NAMES: tuple[Engine, ...] = get_args(Engine)
+
 Status = Literal["holds", "violated", "not applicable", "not checked"]
 """What a verdict says of one invariant. "not checked": applicable, but the check stopped at an
 earlier violation before it was exercised."""

@@ -28,6 +28,10 @@ class Request:
     arrival: int
     prompt_tokens: int
     output_tokens: int
+    prefix_group: str = ""
+    """Requests of one group share the first ``prefix_tokens`` of their prompts: the same
+    tokens, so an engine with prefix caching may share their KV ("": no shared prefix)."""
+    prefix_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ def peak_pages(request: Request, page_size: int) -> int:
 _TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
 _LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
 _REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
+_PREFIX_FIELDS = ("prefix_group", "prefix_tokens")  # optional, together
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -119,16 +124,20 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
             "page_size": workload.limits.page_size,
             "pool_pages": workload.limits.pool_pages,
         },
-        "requests": [
-            {
-                "id": r.id,
-                "arrival": r.arrival,
-                "prompt_tokens": r.prompt_tokens,
-                "output_tokens": r.output_tokens,
-            }
-            for r in workload.requests
-        ],
+        "requests": [_request_json(r) for r in workload.requests],
     }
+
+
+def _request_json(request: Request) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "id": request.id,
+        "arrival": request.arrival,
+        "prompt_tokens": request.prompt_tokens,
+        "output_tokens": request.output_tokens,
+    }
+    if request.prefix_group:
+        document.update(prefix_group=request.prefix_group, prefix_tokens=request.prefix_tokens)
+    return document
 
 
 def _parse_limits(raw: Any, source: str) -> Limits:
@@ -159,7 +168,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
         if "id" in item and isinstance(item["id"], str):
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, set(_REQUEST_FIELDS), label, "request")
+        _reject_unknown(item, {*_REQUEST_FIELDS, *_PREFIX_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
@@ -179,8 +188,42 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             for field, minimum in _REQUEST_FIELDS.items()
             if minimum is not None
         }
-        requests.append(Request(id=request_id, **numbers))
+        prefix = _prefix(item, numbers, label)
+        requests.append(
+            Request(
+                request_id,
+                numbers["arrival"],
+                numbers["prompt_tokens"],
+                numbers["output_tokens"],
+                **prefix,
+            )
+        )
     return tuple(requests)
+
+
+def _prefix(item: Mapping[str, Any], numbers: Mapping[str, int], label: str) -> dict[str, Any]:
+    """The optional shared prefix: a group name and how many prompt tokens it covers."""
+    given = [field for field in _PREFIX_FIELDS if field in item]
+    if not given:
+        return {}
+    if len(given) == 1:
+        missing = next(f for f in _PREFIX_FIELDS if f not in given)
+        raise WorkloadError(
+            f"{label}: field '{given[0]}' needs '{missing}' (a shared prefix is a group and "
+            "a length)"
+        )
+    group = item["prefix_group"]
+    if not isinstance(group, str) or not group:
+        raise WorkloadError(
+            f"{label}: field 'prefix_group' must be a non-empty string, got {group!r}"
+        )
+    length = _integer(item["prefix_tokens"], 1, f"{label}: field 'prefix_tokens'")
+    if length > numbers["prompt_tokens"]:
+        raise WorkloadError(
+            f"{label}: field 'prefix_tokens' is {length}, longer than the prompt "
+            f"({numbers['prompt_tokens']} tokens); a shared prefix is part of the prompt"
+        )
+    return {"prefix_group": group, "prefix_tokens": length}
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
