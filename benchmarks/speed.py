@@ -1,4 +1,4 @@
-"""Time and memory of the reference engine loop and of the event-jumping replay.
+"""Time and memory of the reference engine loop, of the event-jumping replay and of the command.
 
 Information, not a gate: on shared cores these figures move by tens of percent from run to run,
 so ``kvsched bench`` reports them and gates only on the deterministic figures (teaching.py,
@@ -9,12 +9,18 @@ the replay (the base of an old comparison) skips them.
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 from kvsched.reference import POLICIES, compute_metrics, run
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Workload, workload_to_json
 
 families: ModuleType | None
 fastpath: ModuleType | None
@@ -27,6 +33,7 @@ SEED = 0
 STEPPED_SIZE = 500
 """Requests in the workload both implementations run: about 1.5 s for the stepped loop."""
 SCALE_SIZE = 1_000_000
+COMMAND_SIZE = 10_000
 
 
 class EngineLoop:
@@ -83,6 +90,34 @@ class ScaleReplay:
     def peakmem_replay(self, policy: str) -> None:
         """Peak resident memory of the process: the workload's requests plus the replay."""
         _replay(self.workload, policy)
+
+
+class ReplayCommand:
+    """``kvsched replay FILE --timeline none`` on 10,000 requests, as a shell runs it.
+
+    The whole command in a fresh interpreter: start-up, imports, loading and validating the file,
+    both policies and the table. Without a timeline it takes the event-jumping replay, so the
+    target is under a second; a kvsched whose replay steps every iteration takes minutes here.
+    """
+
+    timeout = 600
+    number = 1
+    repeat = (2, 5, 20.0)
+    rounds = 1
+    warmup_time = 0.0
+    folder: Path
+
+    def setup(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="kvsched-bench-"))
+        workload = _scale_workload(COMMAND_SIZE)
+        (self.folder / "workload.json").write_text(json.dumps(workload_to_json(workload)))
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def time_replay_command(self) -> None:
+        command = [sys.executable, "-m", "kvsched", "replay", str(self.folder / "workload.json")]
+        subprocess.run([*command, "--timeline", "none"], check=True, stdout=subprocess.DEVNULL)
 
 
 def _scale_workload(size: int) -> Workload:

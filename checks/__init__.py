@@ -4,7 +4,7 @@
 - :mod:`.eventlog`: reading and writing JSONL event logs;
 - :mod:`.search`: the Hypothesis search (strategies, profiles, shrinking, the state machine);
 - :mod:`.proofs`: Z3 proofs and synthesis, including the teaching-trace reconstruction;
-- :mod:`.targets`: loading targets, the learner adapter, deadlines and isolation;
+- :mod:`.targets`: loading targets, the learner adapter, the host process and deadlines;
 - :mod:`.verdict`: verdicts and their renderers (table, JSON, JUnit);
 - :mod:`.judge`: combines the rooms above into a :class:`~.verdict.Report`;
 - :mod:`.mutants`: the planted-bug zoo and the mutation score;

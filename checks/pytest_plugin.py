@@ -5,11 +5,15 @@ given. Then every target (the option may repeat; any form ``kvsched check`` take
 test per invariant and policy, named like ``kvsched[pkg.mod:Sched][continuous][PAGE-2]``: an
 invariant that holds passes, a violation fails with the explanation ``kvsched check`` prints (the
 smallest workload, the last iterations), and an invariant that does not apply to the policy is
-skipped. The target is checked once, on its first test, in a child process under the per-call
-timeout, so a hanging scheduler fails its tests instead of hanging the suite.
+skipped. The target is checked once, on its first test, the way ``kvsched check`` checks it: in
+a process of its own, under the per-call timeout and the overall budget, so a hanging or exiting
+scheduler fails its tests instead of hanging or ending the suite.
 
 Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
-``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``.
+``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``,
+``--kvsched-budget SECONDS``, and ``--kvsched-in-process`` to import and call the target in the
+test process itself (the user's own code, for a debugger; still under the per-call deadline, which
+an alarm enforces there and code that ignores it can dodge).
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kvsched-policy", choices=POLICY_NAMES, default="")
     group.addoption("--kvsched-profile", choices=PROFILE_NAMES, default=DEFAULT_PROFILE)
     group.addoption("--kvsched-timeout", type=float, default=10.0, metavar="SECONDS")
+    group.addoption("--kvsched-budget", type=float, default=600.0, metavar="SECONDS")
+    group.addoption(
+        "--kvsched-in-process",
+        action="store_true",
+        help="import and call the target in this process (trusted code only)",
+    )
 
 
 def pytest_collection_modifyitems(
@@ -53,12 +63,12 @@ def pytest_collection_modifyitems(
 
 
 def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
-    from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
+    from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget
 
     config = session.config
     try:
-        loaded = load_target(target)
-    except TargetError as error:
+        loaded = _load(config, target)
+    except _Unloadable as error:
         return [
             KvschedItem.from_parent(
                 session,
@@ -124,8 +134,8 @@ class KvschedItem(pytest.Item):
             return
 
     def _report(self) -> Any:
-        from kvsched.checks.judge.check import CheckOptions, check_isolated, save_failing_workloads
-        from kvsched.checks.targets.load import load_target
+        from kvsched.checks.judge.check import CheckOptions, check_target, save_failing_workloads
+        from kvsched.checks.judge.hosted import check_hosted
         from kvsched.spec.workload import load_workload
 
         reports = self.config.stash[_REPORTS]
@@ -138,7 +148,10 @@ class KvschedItem(pytest.Item):
                 profile=self.config.getoption("kvsched_profile"),
                 timeout=self.config.getoption("kvsched_timeout"),
             )
-            report = check_isolated(load_target(self.target), options)
+            if self.config.getoption("kvsched_in_process"):
+                report = check_target(_load(self.config, self.target), options)
+            else:
+                report = check_hosted(self.target, options, _confinement(self.config))
             save_dir = self.config.rootpath / ".kvsched" / "counterexamples"
             reports[key] = save_failing_workloads(report, save_dir)
         return reports[key]
@@ -162,10 +175,47 @@ def kvsched_check() -> Any:
 
     For projects that prefer their own assertions: ``assert kvsched_check(TARGET).ok``.
     """
-    from kvsched.checks.judge.check import CheckOptions, check_isolated
-    from kvsched.checks.targets.load import load_target
+    from kvsched.checks.judge.check import CheckOptions
+    from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.targets.confinement import Confinement
 
     def check(target: str, **options: Any) -> Any:
-        return check_isolated(load_target(target), CheckOptions(**options))
+        timeout = options.get("timeout", CheckOptions.timeout)
+        return check_hosted(target, CheckOptions(**options), Confinement(call_seconds=timeout))
 
     return check
+
+
+class _Unloadable(Exception):
+    """The target cannot be loaded, or broke down while it was."""
+
+
+def _load(config: pytest.Config, target: str) -> Any:
+    """The target, loaded in this process under the deadline or described by its host."""
+    from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
+    from kvsched.checks.targets.load import TargetError, load_target
+    from kvsched.checks.targets.process import HostFailure
+    from kvsched.checks.targets.remote import RemoteTarget
+
+    try:
+        if config.getoption("kvsched_in_process"):
+            deadline = Deadline(config.getoption("kvsched_timeout"))
+            return deadline.call(f"importing {target}", load_target, target)
+        if target.endswith(".jsonl"):
+            return load_target(target)
+        remote = RemoteTarget(target, _confinement(config))
+        try:  # only what the target is and declares: the check starts a host of its own
+            return remote.load()
+        finally:
+            remote.close()
+    except (TargetError, CallTimeout, TargetExit, HostFailure) as error:
+        raise _Unloadable(str(error)) from None
+
+
+def _confinement(config: pytest.Config) -> Any:
+    from kvsched.checks.targets.confinement import Confinement
+
+    return Confinement(
+        call_seconds=config.getoption("kvsched_timeout"),
+        budget_seconds=config.getoption("kvsched_budget"),
+    )

@@ -17,7 +17,9 @@ from typing import Any
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order
+
+from .waiting import WaitingQueue
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,6 @@ def iteration_bound(workload: Workload) -> int:
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
 
-def arrival_order(workload: Workload) -> list[Request]:
-    """Requests in the order they enter the waiting queue: by arrival, ties in declared order."""
-    return sorted(workload.requests, key=lambda r: r.arrival)  # sort is stable
-
-
 def run(
     workload: Workload,
     scheduler_factory: SchedulerFactory,
@@ -69,7 +66,7 @@ def run(
     driver = SchedulerDriver(scheduler_factory, workload.limits)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
-    arrivals = arrival_order(workload)
+    arrivals = arrival_order(workload.requests)
     next_arrival = 0
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []
@@ -106,8 +103,11 @@ class SchedulerDriver:
         except Exception as error:  # a third-party constructor may raise anything: PROTO-1
             self.fault = SchedulerFault(0, "__init__", _describe(error))
         self.members: list[str] = []  # the batch, in admission order
-        self.waiting: dict[str, None] = {}  # the queue in arrival order; a dict for O(1) removal
+        self.waiting = WaitingQueue()
         self.tables: dict[str, tuple[int, ...]] = {}
+        # The page tables schedule() returned last, as returned: a tuple is immutable, so one
+        # handed back again unchanged (the common case) needs no second validation.
+        self.checked: dict[str, Any] = {}
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -119,21 +119,24 @@ class SchedulerDriver:
             if isinstance(fault, SchedulerFault):
                 return self._stop(fault)
             arrived.append(request.id)
-            self.waiting[request.id] = None
+            self.waiting.arrive(request.id)
 
         batch = _call(self.scheduler, "schedule", iteration)
-        problem = batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch)
+        problem = (
+            batch if isinstance(batch, SchedulerFault) else _malformed_batch(batch, self.checked)
+        )
         if problem:
             return self._stop(_fault(problem, iteration, "schedule"))
+        self.checked = dict(batch.page_tables)
         for request_id in batch.admitted:
             if request_id not in self.members:
                 self.members.append(request_id)
-            self.waiting.pop(request_id, None)
+            self.waiting.admit(request_id)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
         allocated = {}
         for rid, pages in page_tables.items():
             held = self.tables.get(rid, ())
-            if pages == held:  # the common case, compared in C: nothing new
+            if pages is held or pages == held:  # the common case: nothing new
                 continue
             before = set(held)
             new = tuple(p for p in pages if p not in before)
@@ -158,7 +161,7 @@ class SchedulerDriver:
             allocated=allocated,
             freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
             free_pages=outcome.free_pages,
-            waiting=tuple(self.waiting),
+            waiting=self.waiting.view(),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
         self.tables = dict(page_tables)
@@ -189,14 +192,14 @@ def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
         return SchedulerFault(iteration, method, _describe(error))
 
 
-def _malformed_batch(batch: Any) -> str:
+def _malformed_batch(batch: Any, checked: Mapping[str, Any]) -> str:
     if not isinstance(batch, ScheduledBatch):
         return f"schedule() must return a ScheduledBatch, got {type(batch).__name__}"
     for name in ("admitted", "decode"):
         value = getattr(batch, name)
         if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
             return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
-    return _malformed_pages("ScheduledBatch.page_tables", batch.page_tables)
+    return _malformed_pages("ScheduledBatch.page_tables", batch.page_tables, checked)
 
 
 def _malformed_outcome(outcome: Any) -> str:
@@ -210,17 +213,33 @@ def _malformed_outcome(outcome: Any) -> str:
     return _malformed_pages("StepOutcome.freed", outcome.freed)
 
 
-def _malformed_pages(where: str, tables: Any) -> str:
+def _malformed_pages(where: str, tables: Any, checked: Mapping[str, Any] | None = None) -> str:
+    """Why ``tables`` is not a mapping of request ids to page ids, or "" if it is.
+
+    A table that is the very tuple ``checked`` holds for its request was validated in an earlier
+    iteration and cannot have changed since; only the others are read page by page.
+    """
     if not isinstance(tables, Mapping):
         return f"{where} must map request ids to page ids, got {type(tables).__name__}"
     for rid, pages in tables.items():
         if not isinstance(rid, str):
             return f"{where} has a key that is not a request id: {rid!r}"
-        if not isinstance(pages, tuple | list) or not all(
-            isinstance(p, int) and not isinstance(p, bool) for p in pages
-        ):
+        if checked and type(pages) is tuple and checked.get(rid) is pages:
+            continue
+        if not isinstance(pages, tuple | list) or not _page_ids(pages):
             return f"{where}[{rid!r}] must be a sequence of integer page ids, got {pages!r}"
     return ""
+
+
+_PLAIN_INT = frozenset({int})
+
+
+def _page_ids(pages: tuple[Any, ...] | list[Any]) -> bool:
+    # Plain ints, the usual case, are recognised in C; an int subclass other than bool is a page
+    # id too, but rare enough to be read one by one.
+    return _PLAIN_INT.issuperset(map(type, pages)) or all(
+        isinstance(p, int) and not isinstance(p, bool) for p in pages
+    )
 
 
 def _describe(error: BaseException) -> str:

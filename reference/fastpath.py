@@ -28,13 +28,13 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvsched.spec.vocabulary import POLICY_NAMES
-from kvsched.spec.workload import Workload, WorkloadError, pages_for
+from kvsched.spec.workload import Workload, WorkloadError, arrival_indices, pages_for
 
 from .engine import Run
 from .metrics import RunMetrics, admission_iterations, percentile
+from .scope import REFERENCE_POLICIES, invalid_workload, policy_scope, replay_scope
 
-REFERENCE_POLICIES = POLICY_NAMES
+__all__ = ["REFERENCE_POLICIES", "FastRun", "RequestResult", "replay", "replay_scope"]
 
 
 @dataclass(frozen=True)
@@ -164,24 +164,22 @@ class _Tally:
 
 
 def replay(workload: Workload, policy: str) -> FastRun:
-    """Run a reference policy over ``workload`` by jumping from event to event."""
-    if policy not in REFERENCE_POLICIES:
-        raise ValueError(f"policy must be one of {REFERENCE_POLICIES}, got {policy!r}")
+    """Run a reference policy over ``workload`` by jumping from event to event.
+
+    Raises :class:`~kvsched.spec.workload.WorkloadError` for a workload the loader would refuse,
+    and :class:`~kvsched.spec.scope.OutOfScope` for a policy it does not model
+    (:func:`.scope.replay_scope` says beforehand).
+    """
+    problem = invalid_workload(workload)
+    if problem:  # invalid input, as the loader would say (section 1), not a question of scope
+        raise WorkloadError(problem)
+    policy_scope(policy).require("the event-jumping replay")
     limits = workload.limits
     requests = workload.requests
     prompts = [r.prompt_tokens for r in requests]
     outputs = [r.output_tokens for r in requests]
     peaks = [pages_for(p + o, limits.page_size) for p, o in zip(prompts, outputs, strict=True)]
-    for index, peak in enumerate(peaks):
-        if peak > limits.pool_pages:  # the loader's rule (section 1): it would wait forever
-            raise WorkloadError(
-                f"{workload.name}: request #{index} ('{requests[index].id}'): needs {peak} pages "
-                f"at its peak but limits.pool_pages is {limits.pool_pages}"
-            )
-    if limits.batch_limit < 1 or limits.page_size < 1:
-        raise WorkloadError(f"{workload.name}: limits must be positive, got {limits}")
-    # 3.1's admission order, as engine.arrival_order: by arrival, ties in declared order.
-    incoming = deque(sorted(range(len(requests)), key=lambda i: requests[i].arrival))
+    incoming = deque(arrival_indices(requests))
     admitted = array("q", bytes(8 * len(requests)))
     finished = array("q", bytes(8 * len(requests)))
 

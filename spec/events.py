@@ -6,7 +6,7 @@ the JSONL event log are all computed from these and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
@@ -49,8 +49,10 @@ class IterationEvent:
     """Pages released at the end of this iteration, by request."""
     free_pages: int
     """Free pages the scheduler reported after this iteration."""
-    waiting: tuple[str, ...]
-    """Arrived requests that were neither active nor finished in this iteration, queue order."""
+    waiting: Sequence[str]
+    """Arrived requests that were neither active nor finished in this iteration, queue order.
+    Immutable, and equal to the tuple of those ids; the engine shares one queue between events
+    instead of copying it into each (a long queue times many iterations would not fit memory)."""
 
     # Real-engine extensions (spec/eventlog.md, section 4). The defaults are the lesson model, in
     # which the engine never sets them.

@@ -29,6 +29,26 @@ earlier violation before it was exercised."""
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 
+Step = Literal["bound", "preemption", "admission", "decode", "pages", "slots", "completion"]
+"""Where in an iteration a check of the catalogue runs, in the order of spec/semantics.md,
+section 3 (and spec/eventlog.md for what real engines add):
+
+- ``bound``: the iteration bound (3.6), before anything else of the iteration;
+- ``preemption``: requests leaving the batch for the queue, with their pages (eventlog.md 4.3);
+- ``admission``: who joins the batch, in which order, within which limits (3.1, 3.2);
+- ``decode``: the batch and the tokens it produces and computes (3.4);
+- ``pages``: the page tables after growth (3.3);
+- ``slots``: what the batch leaves unused, judged on its tables: the token budget, idle slots
+  (3.2; eventlog.md 4.6);
+- ``completion``: finishing and freeing (3.5).
+
+End-of-run checks (a request never finished, a target that stopped answering) come after the
+last iteration and have no step.
+"""
+
+STEPS: tuple[Step, ...] = get_args(Step)
+
+
 class ExitCode(IntEnum):
     """The exit codes of every ``kvsched`` command.
 

@@ -7,11 +7,12 @@ the request and the field named. It never repairs a file silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .strict_json import decode_json
 
 WORKLOAD_FORMAT = 1
 
@@ -64,14 +65,47 @@ def pages_for(tokens: int, page_size: int) -> int:
     return -(-tokens // page_size)
 
 
+def arrival_indices(requests: Sequence[Request]) -> list[int]:
+    """Positions of ``requests`` in the order they enter the waiting queue (3.1): by arrival,
+    ties in declared order."""
+    return sorted(range(len(requests)), key=lambda i: requests[i].arrival)  # sort is stable
+
+
+def arrival_order(requests: Sequence[Request]) -> list[Request]:
+    """``requests`` in the order they enter the waiting queue (3.1)."""
+    return [requests[i] for i in arrival_indices(requests)]
+
+
 def peak_pages(request: Request, page_size: int) -> int:
     """Pages a request holds in its last iteration: prompt plus every output token (3.3)."""
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
 _TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
-_LIMIT_FIELDS = {"batch_limit": 1, "page_size": 1, "pool_pages": 1}  # field -> minimum
-_REQUEST_FIELDS = {"id": None, "arrival": 0, "prompt_tokens": 0, "output_tokens": 1}
+
+# Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
+# finite and every structure small: the engine steps through each iteration up to the last
+# arrival, and a learner's state lists every free page of the pool.
+MAX_LIMIT = 65_536
+"""The most decode slots, and the largest page size."""
+MAX_POOL_PAGES = 1 << 20
+MAX_ARRIVAL = 1_000_000
+MAX_TOKENS = 1_000_000
+"""The most prompt tokens, and the most output tokens, of one request."""
+MAX_REQUESTS = 100_000
+MAX_ID_LENGTH = 256
+
+_LIMIT_FIELDS = {  # field -> (minimum, maximum)
+    "batch_limit": (1, MAX_LIMIT),
+    "page_size": (1, MAX_LIMIT),
+    "pool_pages": (1, MAX_POOL_PAGES),
+}
+_REQUEST_FIELDS = {
+    "id": None,
+    "arrival": (0, MAX_ARRIVAL),
+    "prompt_tokens": (0, MAX_TOKENS),
+    "output_tokens": (1, MAX_TOKENS),
+}
 _PREFIX_FIELDS = ("prefix_group", "prefix_tokens")  # optional, together
 
 
@@ -79,16 +113,10 @@ def load_workload(path: str | Path) -> Workload:
     """Read and validate a workload file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as error:
         raise WorkloadError(f"{path}: cannot read the workload file ({error.strerror})") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise WorkloadError(
-            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
-    return parse_workload(document, source=str(path))
+    return parse_workload(decode_json(data, str(path), WorkloadError), source=str(path))
 
 
 def parse_workload(document: Any, source: str = "<workload>") -> Workload:
@@ -101,9 +129,10 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     for field in ("format", "limits", "requests"):
         if field not in document:
             raise WorkloadError(f"{source}: missing field '{field}'")
-    if document["format"] != WORKLOAD_FORMAT:
+    if type(document["format"]) is not int or document["format"] != WORKLOAD_FORMAT:
         raise WorkloadError(
-            f"{source}: field 'format' must be {WORKLOAD_FORMAT}, got {document['format']!r}"
+            f"{source}: field 'format' must be {WORKLOAD_FORMAT} (an integer), got "
+            f"{json_kind(document['format'])} {_shown(document['format'])}"
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
@@ -146,10 +175,10 @@ def _parse_limits(raw: Any, source: str) -> Limits:
         raise WorkloadError(f"{where}: must be a JSON object, got {json_kind(raw)}")
     _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
     values = {}
-    for field, minimum in _LIMIT_FIELDS.items():
+    for field, bounds in _LIMIT_FIELDS.items():
         if field not in raw:
             raise WorkloadError(f"{where}: missing field '{field}'")
-        values[field] = _integer(raw[field], minimum, f"{where}: field '{field}'")
+        values[field] = _integer(raw[field], bounds, f"{where}: field '{field}'")
     return Limits(**values)
 
 
@@ -160,22 +189,28 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
         )
     if not raw:
         raise WorkloadError(f"{source}: field 'requests' is empty; a workload needs a request")
+    if len(raw) > MAX_REQUESTS:
+        raise WorkloadError(
+            f"{source}: field 'requests' holds {len(raw)} requests, more than the "
+            f"{MAX_REQUESTS} a workload may (schemas/workload.schema.json); split it"
+        )
     requests: list[Request] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         label = f"{source}: request #{index}"
         if not isinstance(item, Mapping):
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-        if "id" in item and isinstance(item["id"], str):
+        if "id" in item and _is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
         _reject_unknown(item, {*_REQUEST_FIELDS, *_PREFIX_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
         request_id = item["id"]
-        if not isinstance(request_id, str) or not request_id:
+        if not _is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
             raise WorkloadError(
-                f"{label}: field 'id' must be a non-empty string, got {request_id!r}"
+                f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
+                f"characters (UTF-8, no lone surrogates), got {_shown(request_id)}"
             )
         if request_id in seen:
             raise WorkloadError(
@@ -184,9 +219,9 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             )
         seen[request_id] = index
         numbers = {
-            field: _integer(item[field], minimum, f"{label}: field '{field}'")
-            for field, minimum in _REQUEST_FIELDS.items()
-            if minimum is not None
+            field: _integer(item[field], bounds, f"{label}: field '{field}'")
+            for field, bounds in _REQUEST_FIELDS.items()
+            if bounds is not None
         }
         prefix = _prefix(item, numbers, label)
         requests.append(
@@ -213,11 +248,12 @@ def _prefix(item: Mapping[str, Any], numbers: Mapping[str, int], label: str) -> 
             "a length)"
         )
     group = item["prefix_group"]
-    if not isinstance(group, str) or not group:
+    if not _is_text(group) or not group or len(group) > MAX_ID_LENGTH:
         raise WorkloadError(
-            f"{label}: field 'prefix_group' must be a non-empty string, got {group!r}"
+            f"{label}: field 'prefix_group' must be a non-empty string of at most "
+            f"{MAX_ID_LENGTH} characters, got {json_kind(group)}"
         )
-    length = _integer(item["prefix_tokens"], 1, f"{label}: field 'prefix_tokens'")
+    length = _integer(item["prefix_tokens"], (1, MAX_TOKENS), f"{label}: field 'prefix_tokens'")
     if length > numbers["prompt_tokens"]:
         raise WorkloadError(
             f"{label}: field 'prefix_tokens' is {length}, longer than the prompt "
@@ -239,19 +275,48 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
             )
 
 
-def _integer(value: Any, minimum: int, where: str) -> int:
+def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {value!r}")
+    if type(value) is not int:
+        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {_shown(value)}")
+    minimum, maximum = bounds
     if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {value}")
+        raise WorkloadError(f"{where} must be >= {minimum}, got {_shown(value)}")
+    if value > maximum:
+        raise WorkloadError(
+            f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
+            f"{_shown(value)}"
+        )
     return value
 
 
 def _text(value: Any, source: str, field: str) -> str:
-    if not isinstance(value, str):
-        raise WorkloadError(f"{source}: field '{field}' must be a string, got {json_kind(value)}")
-    return value
+    if not _is_text(value):
+        raise WorkloadError(
+            f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
+            f"{_shown(value)}"
+        )
+    return str(value)
+
+
+def _is_text(value: Any) -> bool:
+    """A string that can be printed and written back as UTF-8 (no lone surrogates)."""
+    if type(value) is not str:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: short, and printable whatever it holds."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {len(str(value))} digits"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:

@@ -16,6 +16,7 @@ from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.families import FAMILIES, generate
 from kvsched.reference.fastpath import RequestResult, replay, stepped_results
+from kvsched.spec.scope import OutOfScope
 from kvsched.spec.teaching import PUBLISHED, load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload, WorkloadError, peak_pages
 
@@ -109,7 +110,7 @@ def test_result_of_one_request() -> None:
 
 
 def test_rejects_an_unknown_policy() -> None:
-    with pytest.raises(ValueError, match="policy must be one of"):
+    with pytest.raises(OutOfScope, match=r"'round-robin' is not a reference policy.*stepped"):
         replay(load_teaching_trace(), "round-robin")
 
 

@@ -1,7 +1,7 @@
 """The Hypothesis search (checks/search/explore.py): clean on the reference, finds and shrinks.
 
-The broken schedulers here (and the three shared from quality/mutants.py) are just enough to show
-the search finds a planted bug, shrinks it to a small workload with the right invariant id, and
+The broken schedulers here (and the three shared from kvsched.checks.mutants) are just enough to
+show the search finds a planted bug, shrinks it to a small workload with the right invariant id, and
 hands back a workload file and a reproduce line that replay it. The full mutant zoo and its
 catalogue belong to the check command's tests.
 """
@@ -14,10 +14,11 @@ from typing import ClassVar
 
 import pytest
 from hypothesis import strategies as st
-from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.batching import DecodesTwice, IgnoresBatchLimit
+from kvsched.checks.mutants.paging import NeverReturnsPages
 from kvsched.checks.search import explore as hypothesis_check
 from kvsched.checks.search.explore import find_counterexample, search
 from kvsched.checks.search.profiles import profile_settings

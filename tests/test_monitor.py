@@ -12,20 +12,20 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from quality.mutants import (
+
+from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.batching import (
     DecodesTwice,
     FinishesTwice,
     IgnoresBatchLimit,
-    LeakOnFinish,
     StaticAdmitsMidBatch,
     TokenForWaitingRequest,
 )
-
-from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.paging import KeepsPagesOnFinish, LeakOnFinish
 from kvsched.reference import POLICIES, ContinuousScheduler, StaticScheduler, run
 from kvsched.reference.scheduler import Sequence
 from kvsched.spec.invariants import CATALOGUE
-from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
+from kvsched.spec.protocol import ScheduledBatch
 from kvsched.spec.teaching import TEACHING_TRACE, load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload, pages_for, peak_pages
 
@@ -68,8 +68,8 @@ def test_reference_checks_clean_on_the_teaching_trace(policy: str) -> None:
 
 
 # Mutants of the reference, one broken rule each -------------------------------------------------
-# A bug planted exactly as in the mutant zoo comes from there (quality/mutants.py). The ones below
-# differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
+# A bug planted exactly as in the mutant zoo comes from there (kvsched.checks.mutants). The ones
+# below differ from the zoo's on purpose: each shows on W or a smaller workload with the exact
 # iteration, requests and pages the table expects.
 
 
@@ -87,16 +87,6 @@ class SecondOwner(ContinuousScheduler):
         if "a" in tables and "b" in tables:
             tables["b"] = (*tables["b"], tables["a"][0])
         return replace(batch, page_tables=tables)
-
-
-class KeepsPagesOnFinish(ContinuousScheduler):
-    def update_from_output(self, output: ModelOutput) -> StepOutcome:  # PAGE-4
-        outcome = super().update_from_output(output)
-        for rid, pages in outcome.freed.items():
-            for page in pages:
-                self.pool._owner[page] = rid
-                self.pool._free.remove(page)
-        return replace(outcome, freed={}, free_pages=self.pool.free_count)
 
 
 class IgnoresPages(ContinuousScheduler):

@@ -7,12 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from quality.mutants import DecodesTwice
-from test_monitor import KeepsPagesOnFinish, NeverAdmits, RaisesInIteration3, W, workload
+from test_monitor import NeverAdmits, RaisesInIteration3, W, workload
 
 from kvsched.checks.monitor import pages as monitor_pages
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor, monitor_run
+from kvsched.checks.mutants.batching import DecodesTwice
+from kvsched.checks.mutants.paging import KeepsPagesOnFinish
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.reference.engine import Run, iteration_bound
 from kvsched.spec.properties import TargetProperties

@@ -9,18 +9,26 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from quality.mutants import DecodesTwice, IgnoresBatchLimit, NeverReturnsPages
 
 from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.mutants.batching import DecodesTwice, IgnoresBatchLimit
+from kvsched.checks.mutants.paging import NeverReturnsPages
 from kvsched.checks.search.explore import run_stateful
 from kvsched.checks.search.stateful import state_machine, state_machine_test_case
 from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, ContinuousScheduler, SchedulerFault, StaticScheduler, run
-from kvsched.reference.engine import SchedulerDriver, arrival_order, iteration_bound
+from kvsched.reference.engine import SchedulerDriver, iteration_bound
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
-from kvsched.spec.workload import Limits, Request, Workload, load_workload, peak_pages
+from kvsched.spec.workload import (
+    Limits,
+    Request,
+    Workload,
+    arrival_order,
+    load_workload,
+    peak_pages,
+)
 
 # The reference schedulers run through the state machine as any user's suite would run theirs.
 TestContinuousMachine = state_machine_test_case(ContinuousScheduler, "continuous")
@@ -49,7 +57,7 @@ class KeepsOnePageFree(ContinuousScheduler):
 def _driven(workload: Workload, factory: SchedulerFactory) -> tuple[IterationEvent, ...]:
     """The events of ``workload`` with arrivals delivered as section 3.1 says, by the driver."""
     driver = SchedulerDriver(factory, workload.limits)
-    pending = arrival_order(workload)
+    pending = arrival_order(workload.requests)
     events: list[IterationEvent] = []
     finished: set[str] = set()
     iteration = 0

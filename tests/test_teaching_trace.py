@@ -76,9 +76,7 @@ def test_the_questions_are_not_vacuous() -> None:
     import z3
 
     model = teaching_model.TeachingModel()
-    for k, request in enumerate(TRACE.requests):
-        model.solver.add(model.arrival[k] == request.arrival)
-        model.solver.add(model.output[k] == request.output_tokens)
+    model.pin(TRACE)
     model.solver.add(model.storyboard())
     model.solver.add(*[model.figure(p, f) for p, f in teaching_model.FIGURES if f != "p95_wait"])
     model.solver.add(model.figure("continuous", "p95_wait"))
@@ -102,8 +100,7 @@ def test_closed_forms_agree_with_the_reference() -> None:
         outputs = [rng.randint(1, 30) for _ in teaching_model.NAMES]
         workload = teaching_trace.build_workload(arrivals, outputs)
         model = teaching_model.TeachingModel()
-        for k in range(len(teaching_model.NAMES)):
-            model.solver.add(model.arrival[k] == arrivals[k], model.output[k] == outputs[k])
+        model.pin(workload)
         assert model.solver.check() == z3.sat
         solution = model.solver.model()
         for policy, scheduler in POLICIES.items():

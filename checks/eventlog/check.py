@@ -12,7 +12,7 @@ from pathlib import Path
 from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import Monitor, fault_finding
+from kvsched.checks.monitor.runtime import Monitor
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,5 @@ def check_stream(path: str | Path) -> LogCheck:
         if finding is not None:
             break
     else:
-        if reader.fault is not None:
-            finding = fault_finding(reader.fault, monitor)
-        else:
-            finding = monitor.finish(reader.drained)
+        finding = monitor.finish(reader.drained, reader.fault)
     return LogCheck(header, reader.iterations, finding)

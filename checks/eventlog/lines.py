@@ -8,7 +8,7 @@ to say exactly what is wrong. What spans lines is :mod:`.stream`'s. A malformed 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from kvsched.reference.engine import SchedulerFault
@@ -56,8 +56,12 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    # json writes tuples as arrays, but only a dict as an object: copy any other mapping.
-    return dict(value) if isinstance(value, Mapping) else value
+    # json writes tuples and lists as arrays, a dict as an object: copy any other kind.
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | tuple | list):
+        return list(value)
+    return value
 
 
 def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:
@@ -127,3 +131,14 @@ def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
         raise EventLogError(
             f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(sorted(known))})"
         )
+
+
+def check_engine_ids(event: IterationEvent, known: Set[str], where: str) -> None:
+    """``arrived`` and ``waiting`` are the engine's own records: only the workload's requests."""
+    for name in ("arrived", "waiting"):
+        unknown = [rid for rid in getattr(event, name) if rid not in known]
+        if unknown:
+            raise EventLogError(
+                f"{where}: field '{name}' names {unknown[0]!r}, which is not a request of the "
+                "header's workload"
+            )

@@ -15,7 +15,6 @@ the rare line that differs is parsed again by :mod:`json`, which names the repea
 from __future__ import annotations
 
 import gzip
-import json
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.spec.strict_json import decode_json
 
 T = TypeVar("T")
 
@@ -67,42 +67,13 @@ def decode_line(decoder: msgspec.json.Decoder[T], line: bytes, where: str) -> T:
 
 
 def strict_json(line: bytes, where: str) -> Any:
-    """``line`` parsed by :mod:`json`: for the header, and for precise messages about a line."""
-    try:
-        return json.loads(line.decode("utf-8"), object_pairs_hook=_unique_keys)
-    except UnicodeDecodeError as error:
-        raise EventLogError(
-            f"{where}: not valid UTF-8 (byte {error.start + 1}); an event log is UTF-8 text"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise EventLogError(
-            f"{where}: not valid JSON (column {error.colno}: {error.msg})"
-        ) from None
-    except RecursionError:
-        raise EventLogError(f"{where}: not valid JSON (nested too deeply)") from None
-    except _RepeatedKey as error:
-        raise EventLogError(
-            f"{where}: field '{error.key}' appears twice in one object; a log says each thing once"
-        ) from None
+    """``line`` parsed by :mod:`json`, strictly (spec/strict_json.py): for the header, and for
+    precise messages about a line msgspec refused."""
+    return decode_json(line, where, EventLogError)
 
 
 def reject_repeated_keys(line: bytes, where: str) -> None:
     strict_json(line, where)
-
-
-class _RepeatedKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in document:
-            raise _RepeatedKey(key)
-        document[key] = value
-    return document
 
 
 def json_problem(line: bytes, message: str) -> str:

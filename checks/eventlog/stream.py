@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kvsched.checks.eventlog.header import LogHeader, parse_header
-from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.version1 import decode_v1
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine, Lowering
@@ -36,7 +36,8 @@ class LogReader:
         self.header: LogHeader = parse_header(first[1], self.path)
         self.fault: SchedulerFault | None = None
         self.iterations = 0
-        self._unfinished = {r.id for r in self.header.workload.requests}
+        self._known = frozenset(r.id for r in self.header.workload.requests)
+        self._unfinished = set(self._known)
         self._explicit: bool | None = None  # version 1: whether lines carry 'computed'
 
     @property
@@ -74,6 +75,7 @@ class LogReader:
                 )
             if lowering is None:
                 self._all_or_nothing(decoded, where)
+            check_engine_ids(decoded, self._known, where)
             self.iterations += 1
             self._unfinished.difference_update(decoded.finished)
             yield decoded

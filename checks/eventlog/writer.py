@@ -112,7 +112,7 @@ def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
     prompts = {r.id: r.prompt_tokens for r in run.workload.requests}
     for event in run.events:
         ops = tuple(ops_of(event, prompts))
-        line = IterationLine(event.iteration, ops, event.free_pages, event.waiting)
+        line = IterationLine(event.iteration, ops, event.free_pages, tuple(event.waiting))
         yield ENCODER.encode(line).decode()
     if run.fault is not None:
         fault = run.fault

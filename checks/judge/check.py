@@ -10,9 +10,9 @@ For a scheduler, under its policy, in this order, stopping at the first violatio
 A violation found on a fixed workload is shrunk (:mod:`kvsched.checks.search.shrink`), and
 Hypothesis is asked for a smaller workload breaking the same invariant; the smallest wins. A
 learner's file is judged under both policies after its ``allocate_kv_pages`` is checked directly
-(:mod:`.allocator`). Every call into the target runs under a deadline
-(:mod:`kvsched.checks.targets.deadline`), and :func:`check_isolated` runs the whole check in a child
-process that a watchdog ends if the target cannot be interrupted.
+(:mod:`.allocator`). Every call into the target runs under a deadline: kept by the host process
+for a hosted target (:mod:`.hosted`, the way ``kvsched check`` runs), by an alarm in this process
+otherwise (:mod:`kvsched.checks.targets.deadline`).
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
 from kvsched.checks.search.shrink import shrink_workload
-from kvsched.checks.targets.deadline import Deadline, Watch
-from kvsched.checks.targets.isolation import Died, Done, Stuck, isolation_available, run_isolated
+from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
+from kvsched.checks.verdict.files import make_folder, write_file
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
 from kvsched.reference.engine import run
+from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
@@ -67,38 +68,20 @@ class CheckOptions:
     """Requests in the Z3 induction proofs cited for a reference scheduler; 0 skips them."""
 
 
-def check_isolated(target: Target, options: CheckOptions) -> Report:
-    """:func:`check_target` in a child process: a target that hangs or exits gets a verdict too."""
-    if isinstance(target, EventLogTarget) or not isolation_available():
-        return check_target(target, options)  # a log runs no code of the target's
-    started = time.monotonic()
-    outcome = run_isolated(
-        lambda watch: check_target(target, options, watch),
-        stall_seconds=options.timeout + max(2.0, options.timeout),
-    )
-    if isinstance(outcome, Done):
-        return outcome.value
-    if isinstance(outcome, Stuck):
-        message = (
-            f"{outcome.doing or 'a call into the target'} did not return within "
-            f"{outcome.seconds:.1f} s and could not be interrupted, so the check stopped it."
-        )
-    else:
-        assert isinstance(outcome, Died)
-        message = (
-            f"the target ended the checking process (exit code {outcome.exitcode}) during "
-            f"{outcome.doing or 'the check'}; a scheduler must answer, not exit."
-        )
-    finding = Finding(invariant="PROTO-1", iteration=0, message=message)
-    policy = options.policy or getattr(target, "policy", "")
-    verdict = build_verdict(target.spec, _kind(target), policy, Evidence(watchdog=True), finding)
-    return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+def check_target(
+    target: Target,
+    options: CheckOptions,
+    deadline: Deadline | None = None,
+    modelled: str | None = None,
+) -> Report:
+    """Judge ``target``; every call into it runs under ``deadline`` (``options.timeout`` each).
 
-
-def check_target(target: Target, options: CheckOptions, watch: Watch | None = None) -> Report:
-    """Judge ``target`` in this process; every call into it runs under ``options.timeout``."""
+    ``modelled`` is the policy whose Z3 model describes the target ("" for none); by default it
+    is read off the target's factory, which for a hosted target is a proxy that no model describes.
+    """
     started = time.monotonic()
-    deadline = Deadline(options.timeout, watch)
+    if deadline is None:
+        deadline = Deadline(options.timeout)
     if isinstance(target, SchedulerTarget):
         policy = options.policy or target.policy
         properties = target.properties
@@ -107,7 +90,8 @@ def check_target(target: Target, options: CheckOptions, watch: Watch | None = No
         verdict = check_scheduler(
             target.spec, "scheduler", target.factory, policy, properties, options, deadline
         )
-        modelled = modelled_policy(target.factory)
+        if modelled is None:
+            modelled = modelled_policy(target.factory)
         if verdict.ok and options.proof_requests and modelled and modelled == policy:
             size = options.proof_requests
             proved = proved_invariants(policy, size, timeout_s=options.timeout)
@@ -266,15 +250,17 @@ def save_failing_workloads(report: Report, directory: Path) -> Report:
         document = workload_to_json(failing.workload)
         text = json.dumps(document, indent=2) + "\n"
         digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-        name = f"{verdict.policy or 'target'}-{verdict.finding.invariant}-{digest}.json"
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
+        path = directory / _file_name(verdict.policy, verdict.finding.invariant, digest)
+        make_folder(directory)
+        write_file(path, text)
         verdicts.append(replace(verdict, counterexample=replace(failing, saved_to=str(path))))
     return replace(report, verdicts=tuple(verdicts))
 
 
-def _kind(target: Target) -> str:
-    if isinstance(target, SchedulerTarget):
-        return "scheduler"
-    return "learner" if isinstance(target, LearnerTarget) else "event log"
+def _file_name(policy: str, invariant: str, digest: str) -> str:
+    """A counterexample's file name, from known words only: a log may name any policy."""
+    known = {i.id for i in CATALOGUE}
+    return (
+        f"{policy if policy in POLICY_NAMES else 'target'}-"
+        f"{invariant if invariant in known else 'finding'}-{digest}.json"
+    )

@@ -20,13 +20,14 @@ class BatchRules:
     """The batch-level checks, over the request and page ledgers."""
 
     def __init__(
-        self, requests: RequestLedger, pages: PageLedger, limits: Limits, checks: set[str]
+        self, requests: RequestLedger, pages: PageLedger, limits: Limits, applicable: set[str]
     ) -> None:
-        self.requests, self.pages, self.limits, self.checks = requests, pages, limits, checks
+        self.requests, self.pages, self.limits = requests, pages, limits
+        self.applicable = applicable
         self.properties = requests.properties
 
-    def check_limits(self, n: int) -> Finding | None:
-        """BATCH-1 on slots; PAGE-5 on the pages peak admission commits (3.2)."""
+    def check_slots(self, n: int) -> Finding | None:
+        """BATCH-1 on slots: no more active requests than the batch limit."""
         batch = self.requests.active
         if len(batch) > self.limits.batch_limit:
             return Finding(
@@ -36,6 +37,10 @@ class BatchRules:
                 f"over the batch limit of {self.limits.batch_limit}",
                 requests=tuple(batch),
             )
+        return None
+
+    def check_commitment(self, n: int) -> Finding | None:
+        """PAGE-5 on the pages peak admission commits (3.2)."""
         committed, usable = self.requests.committed, self.pages.usable
         if self.properties.admission == "peak" and committed > usable:
             return Finding(
@@ -44,7 +49,7 @@ class BatchRules:
                 f"the batch of iteration {n} commits {committed} pages "
                 f"at its peak, more than the {usable} the pool has: someone will run "
                 "out of pages",
-                requests=tuple(batch),
+                requests=tuple(self.requests.active),
             )
         return None
 
@@ -67,7 +72,7 @@ class BatchRules:
         """BATCH-3: a free slot while the head of the queue fits (3.2; eventlog.md 4.6 if lazy)."""
         requests, properties = self.requests, self.properties
         head = requests.head()
-        if "BATCH-3" not in self.checks or head is None or event.preempted:
+        if "BATCH-3" not in self.applicable or head is None or event.preempted:
             return None
         if len(requests.active) >= self.limits.batch_limit:
             return None

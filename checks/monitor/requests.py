@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Workload, arrival_order
 
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 
@@ -24,12 +24,14 @@ WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 class RequestLedger:
     """Per-request state, the waiting queue and the batch, kept in step with the events."""
 
-    def __init__(self, workload: Workload, properties: TargetProperties, checks: set[str]) -> None:
+    def __init__(
+        self, workload: Workload, properties: TargetProperties, applicable: set[str]
+    ) -> None:
         self.properties = properties
-        self.checks = checks
+        self.applicable = applicable
         self.page_size = workload.limits.page_size
         self.requests = {r.id: r for r in workload.requests}
-        self.arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: 3.1's order
+        self.arrivals = arrival_order(workload.requests)
         self.next_arrival = 0
         self.state: dict[str, str] = {}  # absent: not arrived yet
         self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order
@@ -160,7 +162,7 @@ class RequestLedger:
                     f"request {rid!r} was admitted again in iteration {n} but {what}",
                     rid,
                 )
-            if "BATCH-2" in self.checks and batch_before:
+            if "BATCH-2" in self.applicable and batch_before:
                 return _found(
                     "BATCH-2",
                     n,
@@ -170,7 +172,7 @@ class RequestLedger:
                     *batch_before[:3],
                 )
             head = self.head()
-            if "BATCH-4" in self.checks and head != rid:
+            if "BATCH-4" in self.applicable and head != rid:
                 return _found(
                     "BATCH-4",
                     n,

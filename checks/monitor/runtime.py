@@ -7,36 +7,35 @@ target's :class:`~kvsched.spec.properties.TargetProperties`, so a real engine's 
 preemption, prefix sharing or reserve-ahead allocator is judged by what it declares
 (spec/eventlog.md, section 4) instead of raising false alarms.
 
-The work per iteration follows what the iteration changed, never the pool or the workload: the
-request ledger (:mod:`.requests`) and the page ledger (:mod:`.pages`) keep owner
-maps, counters and per-request state up to date from what each event names; the token checks
-(:mod:`.tokens`) and the batch rules (:mod:`.batch`) read them. Within an iteration
-the checks run in the order of section 3: preemption, admission (3.2), the batch and its tokens
-(3.4), the page tables (3.3), completion and freeing (3.5). This module needs neither Hypothesis
-nor Z3.
+What it checks is the registry (:mod:`.registry`), filled by :mod:`.checklist`: within an
+iteration the steps run in the spec's order (:data:`kvsched.spec.vocabulary.STEPS`: the bound,
+preemption, admission, decode, page tables, unused slots, completion and freeing), then the
+end-of-run checks. The work per iteration follows what the iteration changed, never the pool or
+the workload: the request ledger (:mod:`.requests`) and the page ledger (:mod:`.pages`) keep owner
+maps, counters and per-request state up to date from what each event names, and the checks read
+them. This module needs neither Hypothesis nor Z3.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import replace
 
+# Importing the checklist registers its checks.
+from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
-from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.registry import END_CHECKS, Check, RunEnd, iteration_plan
 from kvsched.checks.monitor.requests import RequestLedger
-from kvsched.checks.monitor.schedule import check_schedule
-from kvsched.checks.monitor.tokens import check_tokens, computed_tokens
+from kvsched.checks.monitor.tokens import computed_tokens
 from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import applicable
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import STEPS
 from kvsched.spec.workload import Workload
-
-PROPOSED_IDS = ("DEC-3",)
-"""Ids the monitor checks that are proposed for the catalogue; each applies to every policy.
-DEC-3: a request produces a token only from KV computed in that iteration, once its prompt (and,
-after preemption, its earlier output) is computed: only the real-engine extensions can break it."""
 
 RECENT = 3
 """Iterations a finding carries: the violation's and the ones just before it."""
@@ -70,10 +69,16 @@ class Monitor:
         self.policy = policy or declared.policy
         self.properties = declared
         self.limits = workload.limits
-        self.checks = {invariant.id for invariant in applicable(self.policy)} | set(PROPOSED_IDS)
-        self.requests = RequestLedger(workload, declared, self.checks)
+        self.applicable = {invariant.id for invariant in applicable(self.policy)}
+        self.requests = RequestLedger(workload, declared, self.applicable)
         self.pages = PageLedger(workload.limits, declared)
-        self.batch = BatchRules(self.requests, self.pages, workload.limits, self.checks)
+        self.batch = BatchRules(self.requests, self.pages, workload.limits, self.applicable)
+        plan = iteration_plan()
+        # The tokens computed in an iteration are known once admission is in (3.4).
+        split = next((i for i, c in enumerate(plan) if c.step in _FROM_DECODE), len(plan))
+        self.until_decode, self.from_decode = plan[:split], plan[split:]
+        self.computed: Mapping[str, int] = {}
+        """Tokens each request computed in the iteration being checked (from its decode step)."""
         self.iteration = 0
         self.recent: deque[IterationEvent] = deque(maxlen=RECENT)
         self.finding: Finding | None = None
@@ -94,130 +99,50 @@ class Monitor:
             )
         self.iteration = event.iteration
         self.recent.append(event)
-        finding = self._check(event)
-        if finding is not None:
-            self.finding = replace(finding, recent=tuple(self.recent))
-        return self.finding
-
-    def finish(self, drained: bool) -> Finding | None:
-        """End-of-run checks: every request finished (REQ-2 if the run drained, else LIVE-1).
-
-        No page is held once every request finished: each request's release was checked in its
-        finishing iteration (PAGE-4), so a drained run that got here holds none.
-        """
-        if self.finding is not None:
-            return self.finding
-        unfinished = self.requests.unfinished()
-        finding: Finding | None = None
-        if unfinished and drained:
-            finding = Finding(
-                "REQ-2",
-                0,
-                f"the run drained but {request_list(unfinished)} never finished: lost",
-                requests=tuple(unfinished),
-            )
-        elif unfinished:
-            finding = Finding(
-                "LIVE-1",
-                0,
-                f"the run stopped after iteration {self.iteration} without finishing "
-                f"{request_list(unfinished)}; every correct scheduler drains this workload by "
-                f"iteration {self.requests.bound}",
-                requests=tuple(unfinished),
-            )
-        if finding is not None:
-            self.finding = replace(finding, recent=tuple(self.recent))
-        return self.finding
-
-    def _check(self, event: IterationEvent) -> Finding | None:
-        n, requests, pages = event.iteration, self.requests, self.pages
-        if n > requests.bound and requests.finished < len(requests.requests):
-            left = requests.unfinished()
-            return Finding(
-                "LIVE-1",
-                n,
-                f"iteration {n} is past the bound {requests.bound} by "
-                f"which every correct scheduler drains, and {request_list(left)} still "
-                "have not finished",
-                requests=tuple(left),
-            )
-        requests.arrive(n)
-        ordered = event.schedule is not None
-        if event.schedule is not None:
-            finding = check_schedule(n, event.schedule, requests, pages, self.batch.check_limits)
-        else:
-            finding = self._schedule_v1(n, event)
-        if finding:
-            return finding
-        computed = computed_tokens(requests, event)
-        finding = (
-            requests.check_batch(n, event.active)
-            or check_tokens(requests, n, event, computed)
-            or (None if ordered else pages.update(n, event, requests.active))
-            or self._coverage(n)
-            or self.batch.check_budget(n, computed)
-            or self.batch.check_idle_slot(n, event, computed)
-            or requests.finish(n, event)
-        )
-        if finding:
-            return finding
-        for rid, freed in event.freed.items():
-            if ordered or rid not in event.preempted:  # v1: a preemption's frees came first
-                why = "finished" if rid in event.finished else "freed"
-                finding = pages.release(n, rid, freed, why)
-                if finding:
-                    return finding
-        for rid in event.finished:
-            finding = pages.drop(n, rid, "finished")
-            if finding:
-                return finding
-        return pages.check_free(n, event.free_pages)
-
-    def _schedule_v1(self, n: int, event: IterationEvent) -> Finding | None:
-        """Version 1's fixed order: preemptions with their frees, then admissions."""
-        requests, pages = self.requests, self.pages
-        for rid in event.preempted:
-            finding = (
-                requests.preempt(n, rid)
-                or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
-                or pages.drop(n, rid, "was preempted")
-            )
-            if finding:
-                return finding
-        return requests.admit(n, event.admitted) or self.batch.check_limits(n)
-
-    def _coverage(self, n: int) -> Finding | None:
-        """PAGE-1 for every active request: its pages hold its KV, minimally or as reserved."""
-        reserve = self.properties.reserve_ahead
-        for rid in self.requests.active:
-            most = self.requests.reservation(rid) if reserve else None
-            finding = self.pages.coverage(n, rid, self.requests.kv[rid], most)
-            if finding:
-                return finding
+        self.requests.arrive(event.iteration)  # 3.1: bookkeeping; arriving breaks nothing
+        # The two loops are _first inlined: this runs once per iteration of every checked run.
+        for check in self.until_decode:
+            if (finding := check.run(self, event)) is not None:
+                return self._settle(check, finding)
+        self.computed = computed_tokens(self.requests, event)
+        for check in self.from_decode:
+            if (finding := check.run(self, event)) is not None:
+                return self._settle(check, finding)
         return None
+
+    def finish(self, drained: bool, fault: SchedulerFault | None = None) -> Finding | None:
+        """The end-of-run checks: the target kept answering (PROTO-1, when ``fault`` stopped the
+        run), then every request finished (REQ-2 if the run drained, else LIVE-1)."""
+        if self.finding is None:
+            end = RunEnd(drained, fault)
+            for check in END_CHECKS:
+                if (finding := check.run(self, end)) is not None:
+                    return self._settle(check, finding)
+        return self.finding
+
+    def _settle(self, check: Check[IterationEvent] | Check[RunEnd], finding: Finding) -> Finding:
+        """Keep the first finding, which ``check`` may report only under an id it registered."""
+        if finding.invariant not in check.ids:
+            raise RuntimeError(
+                f"monitor check {check.name} reported {finding.invariant} but registered "
+                f"only {', '.join(check.ids)}: add the id to its registration"
+            )
+        self.finding = replace(finding, recent=tuple(self.recent))
+        return self.finding
+
+
+_FROM_DECODE = frozenset(STEPS[STEPS.index("decode") :])
 
 
 def monitor_run(run: Run, properties: TargetProperties | None = None) -> Finding | None:
     """The first finding over a whole run, or ``None`` if every applicable invariant held.
 
-    The events are checked in order; then a scheduler fault (the run stopped because the target
-    raised or answered outside the protocol) is PROTO-1; then the end-of-run checks.
+    The events are checked in order; then the end-of-run checks, a scheduler fault (the run
+    stopped because the target raised or answered outside the protocol) first.
     """
     monitor = Monitor(run.workload, run.policy, properties)
     for event in run.events:
         finding = monitor.observe(event)
         if finding is not None:
             return finding
-    if run.fault is not None:
-        return fault_finding(run.fault, monitor)
-    return monitor.finish(run.drained)
-
-
-def fault_finding(fault: SchedulerFault, monitor: Monitor) -> Finding:
-    """PROTO-1: the run stopped because the target raised or answered outside the protocol."""
-    return Finding(
-        "PROTO-1",
-        fault.iteration,
-        f"{fault.call}() failed: {fault.message}",
-        recent=tuple(monitor.recent),
-    )
+    return monitor.finish(run.drained, run.fault)

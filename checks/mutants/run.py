@@ -3,7 +3,7 @@
 A mutant counts as caught only if the check reports a violation and every violation it reports
 carries the mutant's expected id: a page leak reported as a batching problem would tell the user
 the wrong story, so it scores as missed. Each mutant goes through :func:`~.targets.load_target`
-and :func:`~.judge.check_isolated`, the code path of ``kvsched check`` itself.
+and :func:`~.judge.check_hosted`, the code path of ``kvsched check`` itself.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kvsched.checks.judge.check import CheckOptions, check_isolated, check_target
+from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.hosted import check_hosted
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import load_target
 from kvsched.checks.verdict.report import Report
 
@@ -26,7 +28,7 @@ class ZooError(Exception):
 
 
 class MutantSpec(Protocol):
-    """What the zoo (tests/quality/zoo.py) says about one mutant."""
+    """What a zoo (:data:`.zoo.ZOO`, or a module passed to ``--zoo``) says about one mutant."""
 
     @property
     def name(self) -> str: ...
@@ -69,9 +71,12 @@ def check_mutant(
 ) -> MutantOutcome:
     """Check one mutant as ``kvsched check`` would and compare what it reports."""
     started = time.monotonic()
-    target = load_target(mutant.materialise(workdir))
+    spec = mutant.materialise(workdir)
     options = CheckOptions(policy=mutant.policy, profile=profile, timeout=mutant.timeout)
-    report = check_isolated(target, options) if isolated else check_target(target, options)
+    if isolated:
+        report = check_hosted(spec, options, Confinement(call_seconds=mutant.timeout))
+    else:
+        report = check_target(load_target(spec), options)
     return MutantOutcome(
         mutant.name, mutant.bug, mutant.expected, reported_ids(report), time.monotonic() - started
     )
@@ -87,9 +92,9 @@ _MUTANT_FIELDS = ("name", "bug", "expected", "policy", "timeout", "materialise")
 
 
 def load_zoo(path: Path) -> tuple[MutantSpec, ...]:
-    """The ``ZOO`` tuple of the zoo module at ``path`` (tests/quality/zoo.py in a checkout)."""
+    """The ``ZOO`` tuple of the zoo module at ``path`` (the package's own is :data:`.zoo.ZOO`)."""
     if not path.is_file():
-        raise ZooError(f"{path}: no zoo module here; run from the repository root or pass --zoo")
+        raise ZooError(f"{path}: no such file; --zoo takes a Python module defining ZOO")
     spec = importlib.util.spec_from_file_location("kvsched_mutant_zoo", path)
     if spec is None or spec.loader is None:
         raise ZooError(f"{path}: cannot be imported")

@@ -4,7 +4,9 @@ A *state* is the scheduler between two iterations: the time ``t`` (iterations do
 page count, the committed pages, and per request its phase (waiting, active, finished), the
 tokens it generated, the pages it holds and the iterations it was admitted in and finished in.
 Physical page ids are abstracted to counts (what PAGE-1/3/4/5 speak about); PAGE-2, a property of
-which ids the pool hands out, is outside this model (spec/proofs.md says why).
+which ids the pool hands out, is outside this model (spec/proofs.md says why). Its scope is the
+lesson model's two reference policies: :mod:`.scope` says so in code, and :class:`Rules` refuses
+any other policy or declaration.
 
 :func:`iteration` is one iteration, step by step as section 3 orders it: arrival (3.1), FCFS
 admission under the batch limit and the peak-page commitment (3.2), page growth (3.3), one token
@@ -24,7 +26,9 @@ from typing import Any
 import z3
 
 from kvsched.checks.proofs.pages import lemma_instances
+from kvsched.checks.proofs.scope import model_scope
 from kvsched.checks.proofs.workload import SymbolicWorkload
+from kvsched.spec.properties import TargetProperties
 
 WAITING, ACTIVE, FINISHED = 0, 1, 2
 
@@ -42,6 +46,16 @@ class Rules:
     """A finishing request returns its pages (3.5); off: they leak (PAGE-3, PAGE-4)."""
     stop_at_head: bool = True
     """FCFS: admission stops at the first request that does not fit; off: later ones overtake."""
+
+    def __post_init__(self) -> None:
+        # Any other name would silently get continuous batching's open admission.
+        model_scope(TargetProperties(policy=self.policy)).require("the Z3 model")
+
+    @classmethod
+    def of(cls, properties: TargetProperties) -> Rules:
+        """The reference rules for a target declaring ``properties``; OutOfScope if none fit."""
+        model_scope(properties).require("the Z3 model")
+        return cls(properties.policy)
 
 
 BROKEN: dict[str, Rules] = {

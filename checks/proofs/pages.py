@@ -1,6 +1,7 @@
 """The page-accounting lemma, proved by Z3 for all integers (spec/semantics.md section 2, PAGE-1).
 
-The reference computes a request's pages as ``-(-tokens // page_size)`` (reference/pages.py).
+Every page count in kvsched is ``-(-tokens // page_size)``, written once as
+``kvsched.spec.workload.pages_for``.
 :func:`ceil_pages` is that same expression over Z3 integers, whose division is Python's floor
 division for a positive divisor, so the lemmas below are about the reference's own formula, with
 the page size symbolic: no sample of page sizes, no bound on the token count.
@@ -23,7 +24,7 @@ from kvsched.checks.proofs.query import Answer, prove
 
 
 def ceil_pages(tokens: Any, page_size: Any) -> Any:
-    """``ceil(tokens / page_size)`` exactly as reference/pages.py writes it: ``-(-t // ps)``."""
+    """``ceil(tokens / page_size)`` exactly as ``pages_for`` writes it: ``-(-t // ps)``."""
     return -((-tokens) / page_size)
 
 

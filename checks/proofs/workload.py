@@ -16,8 +16,8 @@ from typing import Any
 import z3
 
 from kvsched.checks.proofs.pages import ceil_pages, lemma_instances
-from kvsched.reference.engine import arrival_order
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.checks.proofs.scope import workload_scope
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def symbolic_workload(size: int, pages: PageFunction, tag: str = "w") -> Symboli
 
 def concrete_workload(workload: Workload) -> SymbolicWorkload:
     """The model of a real workload: requests in admission order, exact page arithmetic."""
-    requests = arrival_order(workload)  # the engine's own ordering (section 3.1)
+    workload_scope(workload).require("the Z3 model")
+    requests = arrival_order(workload.requests)  # the engine's own ordering (section 3.1)
     return SymbolicWorkload(
         arrival=tuple(z3.IntVal(r.arrival) for r in requests),
         prompt=tuple(z3.IntVal(r.prompt_tokens) for r in requests),

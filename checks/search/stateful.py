@@ -43,7 +43,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
-from kvsched.spec.workload import Limits, Request, Workload, workload_to_json
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order, workload_to_json
 
 
 class StatefulFailure(AssertionError):
@@ -179,9 +179,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         due = self.due_arrivals()
         event = self.target.step(self.iteration, due)
         if isinstance(event, SchedulerFault):
-            # PROTO-1: the target raised or answered outside the protocol.
-            message = f"{event.call}() failed: {event.message}"
-            self.judge(Finding("PROTO-1", event.iteration, message))
+            # The target raised or answered outside the protocol: the run ends here (PROTO-1).
+            self.judge(self.current_monitor().finish(drained=False, fault=event))
             return
         self.judge(self.current_monitor().observe(event))
         self.events.append(event)
@@ -197,7 +196,7 @@ class SchedulerMachine(RuleBasedStateMachine):
             r for r in self.requests if r.arrival < self.iteration and r.id not in self.delivered
         ]
         self.delivered.update(r.id for r in due)
-        return sorted(due, key=lambda r: r.arrival)  # stable: ties stay in declared order
+        return arrival_order(due)
 
     def current_monitor(self) -> Monitor:
         if self.monitor is None:

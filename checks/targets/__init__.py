@@ -2,7 +2,10 @@
 
 - :mod:`.load`: a scheduler class, a learner's file or an event log, from a TARGET string;
 - :mod:`.learner`: a learner's two functions behind the scheduler protocol;
-- :mod:`.deadline`: per-call deadlines; :mod:`.isolation`: running a check in a child process.
+- :mod:`.host`, :mod:`.process`, :mod:`.wire`, :mod:`.remote`: the target in a process of its own,
+  behind a wire of plain data, seen from kvsched as proxies of a scheduler or learner's file,
+  under the limits of :mod:`.confinement`;
+- :mod:`.deadline`: per-call deadlines for a target trusted to run in kvsched's own process.
 """
 
 from kvsched.checks.targets.load import (

@@ -1,24 +1,24 @@
 """Per-call deadlines: a scheduler under test that hangs gets a verdict, not a hung kvsched.
 
-Every call into the target (constructor, ``add_request``, ``schedule``, ``update_from_output``, a
-learner's ``allocate_kv_pages``) runs under a wall-clock deadline. On the main thread of a POSIX
+This is the in-process deadline, for code the user trusts (the pytest plugin's ``in-process`` mode,
+tests): a target that kvsched does not trust runs in a host process instead (:mod:`.remote`),
+whose deadline no code of the target's can dodge. Every call into an in-process target
+(constructor, ``add_request``, ``schedule``, ``update_from_output``, a learner's
+``allocate_kv_pages``) runs under a wall-clock deadline. On the main thread of a POSIX
 process a ``SIGALRM`` interrupts the call: the target's Python code stops where it loops, and the
 call raises :class:`CallTimeout`, which the engine turns into a PROTO-1 finding that names the call
 and the iteration. The interrupt is raised as a ``BaseException`` inside the target so that a
 target's own ``except Exception`` cannot swallow it.
 
-Code stuck where signals are not delivered (inside a C extension, or off the main thread) is the
-job of the watchdog in :mod:`.isolation`, which reads the :class:`Watch` this module keeps up to
-date and ends the child process the check runs in.
+Code stuck where signals are not delivered (inside a C extension, or off the main thread), or
+that catches ``BaseException``, is out of its reach: only a host process can be stopped for sure.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Callable
-from multiprocessing.sharedctypes import RawArray
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -32,8 +32,6 @@ from kvsched.spec.protocol import (
 from kvsched.spec.workload import Limits, Request
 
 T = TypeVar("T")
-
-_LABEL_BYTES = 240
 
 
 class CallTimeout(Exception):
@@ -51,42 +49,13 @@ class DeadlineExpired(BaseException):
     """
 
 
-class Watch:
-    """What the target is doing now, in memory a watchdog in another process can read.
-
-    Created before the check forks its child; the child writes, the parent reads. Two floats
-    (in a call?, since when) and a short label such as ``schedule() in iteration 12``.
-    """
-
-    def __init__(self) -> None:
-        self._clock: Any = RawArray("d", 2)
-        self._label: Any = RawArray("c", _LABEL_BYTES)
-
-    def begin(self, label: str) -> None:
-        self._label.value = label.encode("utf-8", "replace")[: _LABEL_BYTES - 1]
-        self._clock[1] = time.monotonic()
-        self._clock[0] = 1.0
-
-    def end(self) -> None:
-        self._clock[0] = 0.0
-
-    def stalled_for(self) -> float:
-        """Seconds the current call has run, or 0.0 when the target is not being called."""
-        return time.monotonic() - float(self._clock[1]) if self._clock[0] else 0.0
-
-    @property
-    def label(self) -> str:
-        return bytes(self._label.value).decode("utf-8", "replace")
-
-
 class Deadline:
     """Runs calls into the target under a wall-clock limit of ``seconds`` each."""
 
-    def __init__(self, seconds: float, watch: Watch | None = None) -> None:
+    def __init__(self, seconds: float) -> None:
         if seconds <= 0:
             raise ValueError(f"a deadline must be positive, got {seconds}")
         self.seconds = seconds
-        self.watch = watch
         self.context = ""
         """Where the check is ("workload 'teaching', static policy"), added to timeout messages."""
         self.expired = False
@@ -102,11 +71,9 @@ class Deadline:
     def call(self, label: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)``, or :class:`CallTimeout` once the deadline passes."""
         where = f"{label} on {self.context}" if self.context else label
-        if self.watch is not None:
-            self.watch.begin(where)
         try:
             if self._armed or not _alarm_available():
-                return function(*args, **kwargs)  # nested call, or no signals: watchdog only
+                return function(*args, **kwargs)  # a nested call, or no signals to use
             return self._call_with_alarm(where, function, *args, **kwargs)
         except SystemExit as exit_:  # the target's sys.exit() ends its answer, not kvsched
             raise TargetExit(f"{where} called sys.exit({exit_.code!r})") from None
@@ -114,9 +81,6 @@ class Deadline:
             raise  # the engine judges the target's exceptions; Ctrl-C stops the check
         except BaseException as error:  # a BaseException of the target's own is still its answer
             raise TargetExit(f"{where} raised {type(error).__name__}: {error}") from None
-        finally:
-            if self.watch is not None:
-                self.watch.end()
 
     def _call_with_alarm(
         self, where: str, function: Callable[..., T], *args: Any, **kwargs: Any

@@ -33,6 +33,7 @@ from kvsched.checks.targets.deadline import DeadlineExpired
 from kvsched.checks.targets.learner import LearnerSolution, solution_from_namespace
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.vocabulary import POLICY_NAMES
 
 PROTOCOL_METHODS = ("add_request", "schedule", "update_from_output")
 
@@ -116,8 +117,12 @@ def _scheduler_target(spec: str, module: ModuleType, attribute: str) -> Target:
             "callable that builds one from Limits"
         )
     policy = getattr(obj, "policy", "")
-    if not isinstance(policy, str):
-        raise TargetError(f"{spec}: the declared policy must be a string, got {policy!r}")
+    if type(policy) is not str or policy not in ("", *POLICY_NAMES):
+        # The policy names files and picks invariants: only the known names are declarations.
+        raise TargetError(
+            f"{spec}: declares policy {_shown(policy)}; a declared policy is one of "
+            f"{', '.join(POLICY_NAMES)} (or leave it out and pass --policy)"
+        )
     properties = getattr(obj, "properties", None)
     if properties is not None and not isinstance(properties, TargetProperties):
         raise TargetError(
@@ -131,6 +136,11 @@ def _scheduler_target(spec: str, module: ModuleType, attribute: str) -> Target:
                 f"{properties.policy!r}; declare one"
             )
         policy = properties.policy
+        if policy not in POLICY_NAMES:
+            raise TargetError(
+                f"{spec}: its properties declare policy {_shown(policy)}; a declared policy is "
+                f"one of {', '.join(POLICY_NAMES)}"
+            )
     return SchedulerTarget(spec, obj, policy, properties)
 
 
@@ -177,6 +187,12 @@ def _import(where: str) -> ModuleType:
         raise
     except BaseException as error:
         raise TargetError(_import_failure(where, error)) from None
+
+
+def _shown(value: Any) -> str:
+    if type(value) is str:
+        return repr(value[:60])
+    return f"of type {type(value).__name__}"
 
 
 def _import_failure(where: str, error: BaseException) -> str:

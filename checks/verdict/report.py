@@ -41,8 +41,8 @@ class Evidence:
     log_iterations: int = 0
     """Iterations of a recorded event log replayed through the monitor."""
     watchdog: bool = False
-    """The check was ended by the watchdog of :mod:`kvsched.checks.targets.isolation` (a target it
-    could not stop)."""
+    """The check was ended by kvsched's watch over the target's host process (the target died,
+    hung, garbled the wire, wrote too much or outran the budget)."""
     proved: tuple[str, ...] = ()
     """Invariants Z3 proved inductive for the target's transition system (reference only)."""
     proof_requests: int = 0
@@ -63,7 +63,7 @@ class Evidence:
         elif self.monitor_runs > fixed:
             parts.append(f"monitor over {plural(self.monitor_runs - fixed, 'more run')}")
         if self.watchdog:
-            parts.append("the watchdog ended the check in a call into the target")
+            parts.append("kvsched stopped the target's process (the finding says why)")
         if invariant in self.proved:
             parts.append(f"Z3 induction, all iterations ({self.proof_requests} requests)")
         return "; ".join(parts) or "not exercised"

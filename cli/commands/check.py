@@ -9,6 +9,7 @@ arguments or the workload are invalid.
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,46 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-hypothesis", action="store_true", help="only the monitor over the fixed workloads"
     )
-    parser.add_argument(
+    limits = parser.add_argument_group(
+        "limits on the target",
+        "The target runs in a separate process that kvsched starts, watches and kills; a target "
+        "that breaks a limit gets a PROTO-1 verdict (README, 'Grading untrusted code').",
+    )
+    limits.add_argument(
         "--timeout",
         type=float,
         default=10.0,
-        help="seconds each call into the target may take before it counts as hung (PROTO-1); "
-        "default 10",
+        metavar="SECONDS",
+        help="seconds one call into the target (or its import) may take; default 10",
+    )
+    limits.add_argument(
+        "--budget",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="wall-clock seconds for the whole check of a target, kvsched's own work included; "
+        "default 600",
+    )
+    limits.add_argument(
+        "--memory-mb",
+        type=int,
+        default=2048,
+        metavar="MIB",
+        help="address-space limit of the target's process, in MiB; default 2048",
+    )
+    limits.add_argument(
+        "--output-limit",
+        type=int,
+        default=1024 * 1024,
+        metavar="BYTES",
+        help="bytes the target may write to stdout and stderr together; default 1 MiB",
+    )
+    limits.add_argument(
+        "--sandbox",
+        choices=("none", "bwrap"),
+        default="none",
+        help="bwrap: also run the target's process in bubblewrap (no network, read-only "
+        "filesystem); needs the bwrap program",
     )
     parser.add_argument(
         "--z3-requests",
@@ -73,39 +108,26 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_SAVE_DIR,
         help=f"where failing workloads are saved (default {DEFAULT_SAVE_DIR})",
     )
-    parser.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run the target in this process (no watchdog process; for debugging)",
-    )
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
-    from kvsched.checks.judge.check import (
-        CheckOptions,
-        check_isolated,
-        check_target,
-        save_failing_workloads,
-    )
-    from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
-    from kvsched.checks.targets.load import EventLogTarget, TargetError, load_target
+    from kvsched.checks.judge.check import CheckOptions, save_failing_workloads
+    from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.targets.confinement import Confinement
+    from kvsched.checks.targets.load import TargetError
+    from kvsched.checks.verdict.files import write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.spec.workload import load_workload
 
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    confinement = _confinement(args, Confinement)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
-    try:  # importing runs the target's module code, which may hang too
-        target = Deadline(args.timeout).call(f"importing {args.target}", load_target, args.target)
-    except (TargetError, CallTimeout, TargetExit) as error:
-        raise UsageError(str(error)) from None
     workload = load_workload(args.workload) if args.workload else None
-    if workload is not None and isinstance(target, EventLogTarget):
+    if workload is not None and args.target.endswith(".jsonl"):
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     options = CheckOptions(
         workload=workload,
@@ -118,10 +140,8 @@ def main(args: argparse.Namespace) -> int:
         proof_requests=args.z3_requests,
     )
     try:
-        report = (
-            check_target(target, options) if args.in_process else check_isolated(target, options)
-        )
-    except EventLogError as error:  # a malformed log is invalid input, not a finding
+        report = check_hosted(args.target, options, confinement)
+    except (TargetError, EventLogError) as error:  # cannot be loaded, or a malformed log
         raise UsageError(str(error)) from None
     try:
         report = save_failing_workloads(report, args.save_dir)
@@ -134,9 +154,25 @@ def main(args: argparse.Namespace) -> int:
         print(render_table(report, reproduce))
     if args.junit_xml is not None:
         try:
-            args.junit_xml.write_text(render_junit_xml(report, reproduce), encoding="utf-8")
+            write_file(args.junit_xml, render_junit_xml(report, reproduce))
         except OSError as error:
             raise UsageError(
                 f"--junit-xml {args.junit_xml}: cannot write ({error.strerror})"
             ) from None
     return report.exit_code
+
+
+def _confinement(args: argparse.Namespace, confinement: Any) -> Any:
+    for option, value in (("--timeout", args.timeout), ("--budget", args.budget)):
+        if not value > 0 or value == float("inf"):
+            raise UsageError(f"{option} must be a positive number of seconds, got {value}")
+    if args.memory_mb < 64:
+        raise UsageError(f"--memory-mb must be at least 64 (Python needs it), got {args.memory_mb}")
+    if args.output_limit < 0:
+        raise UsageError(f"--output-limit must be >= 0 bytes, got {args.output_limit}")
+    if args.sandbox == "bwrap" and shutil.which("bwrap") is None:
+        raise UsageError(
+            "--sandbox bwrap: the bwrap program is not installed (Debian: apt-get install "
+            "bubblewrap); run without --sandbox, or install it"
+        )
+    return confinement(args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox)

@@ -1,9 +1,9 @@
 """``kvsched mutants``: run the mutant zoo and print the mutation score.
 
-The zoo (tests/quality/zoo.py in a checkout) lists deliberately broken schedulers, learner
-solutions and an event log, each with the invariant ``kvsched check`` must report. The score is
-the number caught with exactly that id over the number of mutants. Exit 0 when every mutant is
-caught, 1 otherwise, 2 when the zoo cannot be loaded.
+The zoo (kvsched.checks.mutants.zoo, shipped with the package) lists deliberately broken
+schedulers, learner solutions and an event log, each with the invariant ``kvsched check`` must
+report. The score is the number caught with exactly that id over the number of mutants. Exit 0
+when every mutant is caught, 1 otherwise, 2 when a zoo given with --zoo cannot be loaded.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
-
-DEFAULT_ZOO = Path("tests") / "quality" / "zoo.py"
 
 
 def register(subparsers: Any) -> None:
@@ -28,8 +26,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--zoo",
         type=Path,
-        default=DEFAULT_ZOO,
-        help=f"the zoo module defining ZOO (default {DEFAULT_ZOO}, run from the repository root)",
+        default=None,
+        help="a Python module defining its own ZOO (default: the zoo shipped with kvsched)",
     )
     parser.add_argument("--profile", choices=("ci", "dev", "thorough"), default="ci")
     parser.add_argument("--json", action="store_true", help="print the outcomes as JSON")
@@ -41,12 +39,21 @@ def main(args: argparse.Namespace) -> int:
 
     from tabulate import tabulate
 
-    from kvsched.checks.mutants.run import ZooError, check_mutant, load_zoo, mutation_score
+    from kvsched.checks.mutants.run import (
+        MutantSpec,
+        ZooError,
+        check_mutant,
+        load_zoo,
+        mutation_score,
+    )
+    from kvsched.checks.mutants.zoo import ZOO
 
-    try:
-        zoo = load_zoo(args.zoo)
-    except ZooError as error:
-        raise UsageError(str(error)) from None
+    zoo: tuple[MutantSpec, ...] = ZOO
+    if args.zoo is not None:
+        try:
+            zoo = load_zoo(args.zoo)
+        except ZooError as error:
+            raise UsageError(str(error)) from None
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="kvsched-mutants-") as workdir:
         for mutant in zoo:

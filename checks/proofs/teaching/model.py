@@ -12,6 +12,8 @@ of the semantics:
 - a request started in iteration s finishes in ``s + output - 1``.
 
 ``tests/test_teaching_trace.py`` cross-checks these closed forms against the reference engine.
+They hold only for that shape: :func:`~kvsched.checks.proofs.scope.teaching_scope` says whether a
+workload has it, and :meth:`TeachingModel.pin` refuses one that does not.
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ from typing import Any
 
 import z3
 
+from kvsched.checks.proofs.scope import TEACHING_BATCH_LIMIT, TEACHING_REQUESTS, teaching_scope
 from kvsched.spec.teaching import (
     PUBLISHED,
     STORYBOARD_A_FINISHES,
     STORYBOARD_D_JOINS_CONTINUOUS,
 )
+from kvsched.spec.workload import Workload
 
-NAMES = "abcdefghi"
-BATCH_LIMIT = 3
+NAMES = "abcdefghi"[:TEACHING_REQUESTS]
+BATCH_LIMIT = TEACHING_BATCH_LIMIT
 
 # Percentile rank for P95 of 9 values: r = 8 * 0.95 = 7.6, so P95 = 0.4 v[7] + 0.6 v[8] and
 # 5 * P95 = 2 * second_largest + 3 * largest, an integer. The lesson rounds to whole iterations.
@@ -65,6 +69,14 @@ class TeachingModel:
             "static": self._static_schedule(),
             "continuous": self._continuous_schedule(),
         }
+
+    def pin(self, workload: Workload) -> None:
+        """Fix the unknowns to ``workload``'s arrivals and outputs; OutOfScope if the closed forms
+        do not describe it (:func:`~kvsched.checks.proofs.scope.teaching_scope`)."""
+        teaching_scope(workload).require("the teaching model")
+        for k, request in enumerate(workload.requests):
+            self.solver.add(self.arrival[k] == request.arrival)
+            self.solver.add(self.output[k] == request.output_tokens)
 
     def _continuous_schedule(self) -> _Schedule:
         starts = [z3.Int(f"continuous_start_{x}", self.ctx) for x in NAMES]

@@ -8,16 +8,18 @@ child). ``test_check_cli.py`` runs the zoo once end to end through ``kvsched mut
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kvsched.checks.eventlog.jsonl import check_log
 from kvsched.checks.judge.check import CheckOptions, check_target
-from kvsched.checks.mutants.run import check_mutant, load_zoo, reported_ids
+from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
+from kvsched.checks.mutants.run import check_mutant, reported_ids
+from kvsched.checks.mutants.zoo import ZOO
 from kvsched.checks.targets.load import load_target
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.workload import load_workload
-
-ZOO = load_zoo(Path(__file__).with_name("zoo.py"))
 
 REQUIRED_BUG_CLASSES = (
     "off-by-one rounding", "page in two tables", "leak on finish", "reuse before free",
@@ -66,6 +68,14 @@ def test_a_saved_counterexample_replays_the_same_finding(name: str, tmp_path: Pa
     )
     assert again.counterexample is not None
     assert again.counterexample.workload.requests == verdict.counterexample.workload.requests
+
+
+@pytest.mark.parametrize("write", [early_arrival_log, partial_prefill_log])
+def test_the_broken_engines_are_clean_without_their_bug(write: Any, tmp_path: Path) -> None:
+    # Each log mutant must be caught for its bug, not for how the log was made.
+    assert check_log(write(tmp_path, buggy=False)) is None
+    finding = check_log(write(tmp_path))
+    assert finding is not None and finding.iteration > 0
 
 
 def test_the_references_are_clean_controls_for_the_zoo() -> None:

@@ -1,0 +1,202 @@
+"""The monitor's checklist: every invariant check, registered by step and catalogue id.
+
+Each function binds a rule of the ledgers (:mod:`.requests`, :mod:`.pages`, :mod:`.tokens`,
+:mod:`.batch`) to the part of the event it judges. They are listed here in the order they run
+within their step; the steps run in the spec's order (:data:`kvsched.spec.vocabulary.STEPS`).
+Some checks also move the ledgers on (an admission joins the batch, a finished request leaves it),
+so every check runs in every iteration and decides for itself what applies to the policy.
+"""
+
+from __future__ import annotations
+
+from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.checks.monitor.registry import Monitor, RunEnd, at_end, per_iteration
+from kvsched.checks.monitor.schedule import check_schedule
+from kvsched.checks.monitor.tokens import check_tokens
+from kvsched.spec.events import IterationEvent
+
+
+# 3.6 The iteration bound ---------------------------------------------------------------------
+@per_iteration("bound", "LIVE-1")
+def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    n, requests = event.iteration, monitor.requests
+    if n <= requests.bound or requests.finished == len(requests.requests):
+        return None
+    left = requests.unfinished()
+    return Finding(
+        "LIVE-1",
+        n,
+        f"iteration {n} is past the bound {requests.bound} by which every correct scheduler "
+        f"drains, and {request_list(left)} still have not finished",
+        requests=tuple(left),
+    )
+
+
+# The schedule in the engine's order (spec/eventlog.md 8.2) ----------------------------------
+@per_iteration(
+    "preemption",
+    *("REQ-1", "REQ-2", "BATCH-1", "BATCH-2", "BATCH-4", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5"),
+)
+def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A version-2 event's schedule, operation by operation: arrivals, preemptions and their
+    frees, admissions, pages. The fixed-order checks of the next steps then skip it."""
+    if event.schedule is None:
+        return None
+    batch = monitor.batch
+
+    def limits(n: int) -> Finding | None:
+        return batch.check_slots(n) or batch.check_commitment(n)
+
+    return check_schedule(event.iteration, event.schedule, monitor.requests, monitor.pages, limits)
+
+
+# Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
+@per_iteration("preemption", "REQ-2", "PAGE-3", "PAGE-4")
+def preempted_requests_leave_with_their_pages(
+    monitor: Monitor, event: IterationEvent
+) -> Finding | None:
+    n, pages = event.iteration, monitor.pages
+    if event.schedule is not None:
+        return None
+    for rid in event.preempted:
+        finding = (
+            monitor.requests.preempt(n, rid)
+            or pages.release(n, rid, event.freed.get(rid, ()), "preempted")
+            or pages.drop(n, rid, "was preempted")
+        )
+        if finding:
+            return finding
+    return None
+
+
+# 3.2 Admission --------------------------------------------------------------------------------
+@per_iteration("admission", "REQ-1", "REQ-2", "BATCH-2", "BATCH-4")
+def admitted_after_arrival_and_in_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
+    return monitor.requests.admit(event.iteration, event.admitted)
+
+
+@per_iteration("admission", "BATCH-1")
+def slots_within_the_batch_limit(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
+    return monitor.batch.check_slots(event.iteration)
+
+
+@per_iteration("admission", "PAGE-5")
+def commitment_within_the_pool(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
+    return monitor.batch.check_commitment(event.iteration)
+
+
+# 3.4 Decode -----------------------------------------------------------------------------------
+@per_iteration("decode", "REQ-2")
+def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.requests.check_batch(event.iteration, event.active)
+
+
+@per_iteration("decode", "DEC-1", "DEC-2", "DEC-3", "REQ-2")
+def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return check_tokens(monitor.requests, event.iteration, event, monitor.computed)
+
+
+# 3.3 Page growth ------------------------------------------------------------------------------
+@per_iteration("pages", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5")
+def page_tables_of_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:  # its pages were taken in order, with its schedule
+        return None
+    return monitor.pages.update(event.iteration, event, monitor.requests.active)
+
+
+@per_iteration("pages", "PAGE-1")
+def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """Every active request's pages hold its KV, minimally or within its reservation."""
+    requests, reserve = monitor.requests, monitor.properties.reserve_ahead
+    for rid in requests.active:
+        most = requests.reservation(rid) if reserve else None
+        finding = monitor.pages.coverage(event.iteration, rid, requests.kv[rid], most)
+        if finding:
+            return finding
+    return None
+
+
+# What the batch leaves unused (3.2; eventlog.md 4.6) ------------------------------------------
+@per_iteration("slots", "BATCH-1")
+def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.batch.check_budget(event.iteration, monitor.computed)
+
+
+@per_iteration("slots", "BATCH-3")
+def no_idle_slot_while_the_head_fits(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.batch.check_idle_slot(event.iteration, event, monitor.computed)
+
+
+# 3.5 Completion and freeing ---------------------------------------------------------------------
+@per_iteration("completion", "REQ-2")
+def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.requests.finish(event.iteration, event)
+
+
+@per_iteration("completion", "PAGE-3")
+def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    ordered = event.schedule is not None  # then 'freed' holds only the update's frees
+    for rid, freed in event.freed.items():
+        if ordered or rid not in event.preempted:  # else checked with the preemption
+            why = "finished" if rid in event.finished else "freed"
+            finding = monitor.pages.release(event.iteration, rid, freed, why)
+            if finding:
+                return finding
+    return None
+
+
+@per_iteration("completion", "PAGE-4")
+def finished_requests_hold_no_page(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    for rid in event.finished:
+        finding = monitor.pages.drop(event.iteration, rid, "finished")
+        if finding:
+            return finding
+    return None
+
+
+@per_iteration("completion", "PAGE-3")
+def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.pages.check_free(event.iteration, event.free_pages)
+
+
+# End of the run ---------------------------------------------------------------------------------
+@at_end("PROTO-1")
+def the_target_kept_answering(monitor: Monitor, end: RunEnd) -> Finding | None:
+    """The run stopped because the target raised or answered outside the protocol."""
+    fault = end.fault
+    if fault is None:
+        return None
+    return Finding("PROTO-1", fault.iteration, f"{fault.call}() failed: {fault.message}")
+
+
+@at_end("REQ-2", "LIVE-1")
+def every_request_finished(monitor: Monitor, end: RunEnd) -> Finding | None:
+    """Lost if the run drained without it (REQ-2), starved if the run stopped first (LIVE-1).
+
+    No page is held once every request finished: each request's release was checked in its
+    finishing iteration (PAGE-4), so a drained run that got here holds none.
+    """
+    unfinished = monitor.requests.unfinished()
+    if not unfinished:
+        return None
+    if end.drained:
+        return Finding(
+            "REQ-2",
+            0,
+            f"the run drained but {request_list(unfinished)} never finished: lost",
+            requests=tuple(unfinished),
+        )
+    return Finding(
+        "LIVE-1",
+        0,
+        f"the run stopped after iteration {monitor.iteration} without finishing "
+        f"{request_list(unfinished)}; every correct scheduler drains this workload by "
+        f"iteration {monitor.requests.bound}",
+        requests=tuple(unfinished),
+    )

@@ -1,0 +1,158 @@
+"""The process a target runs in: ``python -m kvsched.checks.targets.host IN OUT MEMORY_MB CPU_S``.
+
+kvsched starts this module in a fresh interpreter, in a session of its own, and talks to it over
+the two pipe descriptors IN and OUT (:mod:`.wire`); the target's own stdout and stderr are other
+pipes, read and capped by kvsched. Here, and only here, the target is imported and called. Every
+call answers with plain data: the value, the exception the target raised (as text formatted here,
+so an exception whose ``__str__`` loops hangs this process, not kvsched), or why the value cannot
+be sent. Nothing this process says decides a verdict: kvsched checks every answer and judges it.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from kvsched.checks.targets import wire
+from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
+from kvsched.spec.properties import properties_to_json
+from kvsched.spec.workload import Limits
+
+_PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
+
+
+def main(argv: list[str]) -> None:
+    fd_in, fd_out, memory_mb, cpu_seconds = (int(a) for a in argv)
+    _confine(memory_mb, cpu_seconds)
+    served = _Served()
+    wire.write_frame(fd_out, wire.encode(["ok", None]))  # ready: the target's time starts now
+    while True:
+        payload = wire.read_frame(fd_in)
+        if payload is None:  # kvsched closed the pipe: the check is over
+            break
+        wire.write_frame(fd_out, served.answer(payload))
+    os._exit(0)  # threads the target started do not keep this process alive
+
+
+def _confine(memory_mb: int, cpu_seconds: int) -> None:
+    """Hard limits too, so the target cannot raise them again."""
+    limits = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, 64 * 1024 * 1024),
+        (resource.RLIMIT_AS, memory_mb * 1024 * 1024),
+    ]
+    for kind, value in limits:
+        resource.setrlimit(kind, (value, value))
+    # Past the soft limit the kernel sends SIGXCPU, past the hard one SIGKILL.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
+
+
+class _Served:
+    """The loaded target and the schedulers built from it, by the handle kvsched gave them."""
+
+    def __init__(self) -> None:
+        self.target: SchedulerTarget | LearnerTarget | None = None
+        self.schedulers: dict[int, Any] = {}
+        self.methods = wire.protocol_methods()
+
+    def answer(self, payload: bytes) -> bytes:
+        parts = _PARTS.decode(payload)
+        op = msgspec.msgpack.decode(parts[0], type=str)
+        if op == "load":
+            return self._load(msgspec.msgpack.decode(parts[1], type=str))
+        if op == "new":
+            handle = msgspec.msgpack.decode(parts[1], type=int)
+            limits = msgspec.msgpack.decode(parts[2], type=Limits)
+            for gone in msgspec.msgpack.decode(parts[3], type=list[int]):
+                self.schedulers.pop(gone, None)
+            assert isinstance(self.target, SchedulerTarget)
+            factory = self.target.factory
+            return _reply(lambda: self.schedulers.__setitem__(handle, factory(limits)), None)
+        if op == "call":
+            handle = msgspec.msgpack.decode(parts[1], type=int)
+            name = msgspec.msgpack.decode(parts[2], type=str)
+            method = self.methods[name]
+            bound = getattr(self.schedulers[handle], name)
+            if method.argument is None:
+                return _reply(bound, method.answer)
+            argument = msgspec.msgpack.decode(parts[3], type=method.argument)
+            return _reply(lambda: bound(argument), method.answer)
+        assert op == "fn" and isinstance(self.target, LearnerTarget)
+        name = msgspec.msgpack.decode(parts[1], type=str)
+        function = getattr(self.target.solution, name)
+        arguments = msgspec.msgpack.decode(parts[2], type=list[Any])
+        return _reply(lambda: function(*arguments), Any)
+
+    def _load(self, spec: str) -> bytes:
+        try:
+            target = load_target(spec)
+        except TargetError as error:
+            return wire.encode(["refused", wire.cut(_text(error))])
+        except BaseException as error:  # the target's import raised what load_target lets pass
+            return wire.encode(["refused", wire.cut(f"importing {spec} raised {_name(error)}")])
+        if not isinstance(target, SchedulerTarget | LearnerTarget):
+            return wire.encode(["refused", f"{spec}: an event log is checked without a host"])
+        self.target = target
+        if isinstance(target, SchedulerTarget):
+            properties = target.properties
+            description = wire.Description(
+                "scheduler",
+                target.policy,  # type: ignore[arg-type]  # kvsched checks it on arrival
+                properties_to_json(properties) if properties is not None else None,
+                (),
+            )
+        else:
+            solution = target.solution
+            functions = ("allocate_kv_pages", "schedule_iteration")
+            present = tuple(f for f in functions if getattr(solution, f) is not None)
+            description = wire.Description("learner", "", None, present)  # type: ignore[arg-type]
+        return wire.encode(["ok", description])
+
+
+def _reply(call: Callable[[], Any], answer: Any) -> bytes:
+    """The frame answering one call into the target: its value, its exception or its exit."""
+    try:
+        value = call()
+    except SystemExit as exit_:
+        return wire.encode(["exited", wire.cut(f"sys.exit({_text(exit_.code)})")])
+    except BaseException as error:
+        raised = wire.Raised(_name(error), _builtin(error), wire.cut(_text(error)))
+        return wire.encode(["raised", raised])
+    if answer is None or answer is type(None):
+        value = None  # the protocol ignores what add_request returns
+    elif answer is not Any and isinstance(answer, type) and not isinstance(value, answer):
+        return wire.encode(["unsendable", f"a {_name(value)}, not a {answer.__name__}"])
+    try:
+        return wire.encode(["ok", value])
+    except (TypeError, ValueError, OverflowError) as error:
+        return wire.encode(
+            ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]
+        )
+
+
+def _text(value: Any) -> str:
+    try:
+        return str(value)
+    except BaseException:  # the target's __str__ may raise anything
+        return f"<{_name(value)} whose text cannot be formatted>"
+
+
+def _name(value: Any) -> str:
+    name = type(value).__name__
+    return name if isinstance(name, str) else "object"
+
+
+def _builtin(error: BaseException) -> str:
+    for kind in type(error).__mro__:
+        if kind.__module__ == "builtins":
+            return kind.__name__
+    return "BaseException"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

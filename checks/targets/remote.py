@@ -1,0 +1,231 @@
+"""A target in its host process, seen from kvsched as an ordinary scheduler or learner's file.
+
+:class:`RemoteTarget` loads TARGET in a :class:`~.process.HostProcess` and hands the check what
+:func:`~.load.load_target` would have: a :class:`~.load.SchedulerTarget` whose factory builds
+:class:`RemoteScheduler` proxies, or a :class:`~.load.LearnerTarget` whose functions are
+:class:`RemoteFunction` proxies. The engine, the monitor and Hypothesis drive these proxies
+exactly as they drive a scheduler in this process; each call is one exchange on the wire, and
+each answer is decoded strictly into the protocol's own type. What the target answers is judged
+like any answer: an exception it raised comes back as an exception of the same built-in kind
+(so ``except ValueError`` still matches), a value that is not plain data or not the promised type
+as :class:`AnswerError`. Both are PROTO-1 findings. A host that dies, hangs or garbles the wire
+raises :class:`~.process.HostFailure`, which ends the check.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+from kvsched.checks.targets import wire
+from kvsched.checks.targets.confinement import Confinement
+from kvsched.checks.targets.deadline import Deadline
+from kvsched.checks.targets.learner import LearnerSolution
+from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError
+from kvsched.checks.targets.process import HostFailure, HostProcess
+from kvsched.spec.properties import PropertiesError, parse_properties
+from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
+from kvsched.spec.vocabulary import POLICY_NAMES
+from kvsched.spec.workload import Limits, Request
+
+T = TypeVar("T")
+
+
+class TargetRaised(Exception):
+    """An exception the target raised in a call; its class name and text are the target's."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class AnswerError(Exception):
+    """The target answered a call with something the protocol does not allow."""
+
+
+STARTUP_SECONDS = 60.0
+"""How long the host process may take to start, before the target is imported."""
+
+_KINDS: dict[tuple[str, str], type[TargetRaised]] = {}
+
+
+class RemoteTarget:
+    """TARGET loaded in a host process; :meth:`load` first, :meth:`close` always."""
+
+    def __init__(self, spec: str, confinement: Confinement) -> None:
+        self.spec = spec
+        self.confinement = confinement
+        self.doing = f"importing {spec}"
+        """What the check is asking of the target now, for the messages of a failure."""
+        self._budget_ends = time.monotonic() + confinement.budget_seconds
+        self._host: HostProcess | None = None
+        self._handles = itertools.count(1)
+        self._dropped: list[int] = []
+        self._methods = wire.protocol_methods()
+        self._readers = {name: wire.decoder(m.answer) for name, m in self._methods.items()}
+        self._description = wire.decoder(wire.Description)
+        self._raised = wire.decoder(wire.Raised)
+        self._text = wire.decoder(str)
+        self._any = wire.decoder(Any)
+
+    def load(self) -> SchedulerTarget | LearnerTarget:
+        """Import TARGET in a new host; TargetError if it cannot be loaded (exit 2)."""
+        self._host = HostProcess(self.confinement, self._budget_ends)
+        # Starting Python and kvsched is not the target's time, and may be slow on a busy machine.
+        startup = max(self.confinement.call_seconds, STARTUP_SECONDS)
+        ready = self._host.exchange(b"", "starting the target's process", startup)
+        if wire.split_reply(ready)[0] != "ok":
+            self._garbled("did not start as kvsched's host")
+        status, raw = self._exchange(["load", self.spec])
+        if status == "refused":
+            raise TargetError(self._decode(self._text, raw, "the refusal"))
+        if status != "ok":
+            self._garbled(f"answered the import with '{status}'")
+        description = self._decode(self._description, raw, "the description of the target")
+        if description.policy not in ("", *POLICY_NAMES):
+            self._garbled(f"described the policy {description.policy[:40]!r}")
+        if description.kind == "learner":
+            functions = {name: RemoteFunction(self, name) for name in description.functions}
+            solution = LearnerSolution(
+                self.spec,
+                functions.get("allocate_kv_pages"),
+                functions.get("schedule_iteration"),
+            )
+            return LearnerTarget(self.spec, solution)
+        properties = None
+        if description.properties is not None:
+            try:
+                properties = parse_properties(description.properties, f"{self.spec}: properties")
+            except PropertiesError as error:
+                raise TargetError(str(error)) from None
+        return SchedulerTarget(self.spec, self.scheduler, description.policy, properties)
+
+    def scheduler(self, limits: Limits) -> Scheduler:
+        """A new scheduler built by the target in the host: ``Class(limits)`` over there."""
+        handle = next(self._handles)
+        dropped, self._dropped = self._dropped, []
+        self._answer(["new", handle, limits, dropped], None, "the constructor")
+        proxy = RemoteScheduler(self, handle)
+        weakref.finalize(proxy, self._dropped.append, handle)
+        return proxy
+
+    def call(self, handle: int, method: str, argument: Any) -> Any:
+        message: list[Any] = ["call", handle, method]
+        if argument is not None:
+            message.append(argument)
+        return self._answer(message, self._readers[method], f"{method}()")
+
+    def function(self, name: str, arguments: tuple[Any, ...]) -> Any:
+        return self._answer(["fn", name, list(arguments)], self._any, f"{name}()")
+
+    def close(self) -> None:
+        if self._host is not None:
+            self._host.kill()
+
+    def _answer(self, message: list[Any], reader: Callable[[Any], Any] | None, call: str) -> Any:
+        status, raw = self._exchange(message)
+        if status == "ok":
+            if reader is None:
+                return None
+            try:
+                return reader(raw)
+            except wire.WireError as error:
+                raise AnswerError(f"{call} answered outside the protocol: {error}") from None
+        if status == "raised":
+            raised = self._decode(self._raised, raw, "an exception")
+            raise _exception(raised.type, raised.builtin)(raised.text)
+        text = self._decode(self._text, raw, f"the '{status}' answer")
+        if status == "exited":
+            raise AnswerError(f"{call} called {text}; a scheduler must answer, not exit")
+        if status == "unsendable":
+            raise AnswerError(f"{call} answered with {text}")
+        self._garbled(f"answered a call with '{status}'")
+
+    def _exchange(self, message: list[Any]) -> tuple[wire.Status, Any]:
+        assert self._host is not None, "load() starts the host"
+        try:
+            frame = wire.encode(message)
+        except (TypeError, ValueError, OverflowError) as error:  # kvsched's own data: a bug
+            raise RuntimeError(f"cannot send {message[0]!r} to the host: {error}") from error
+        payload = self._host.exchange(frame, self.doing)
+        try:
+            return wire.split_reply(payload)
+        except wire.WireError as error:
+            self._garbled(f"sent {error}")
+
+    def _decode(self, reader: Callable[[Any], T], raw: Any, what: str) -> T:
+        try:
+            return reader(raw)
+        except wire.WireError as error:
+            self._garbled(f"sent {what} that cannot be read ({error})")
+
+    def _garbled(self, what: str) -> NoReturn:
+        assert self._host is not None
+        self._host.kill()
+        raise HostFailure(
+            f"during {self.doing} the target's process {what}; only kvsched's host may write "
+            f"on the wire{self._host.tail()}"
+        )
+
+
+class RemoteScheduler:
+    """A scheduler living in the host, driven through the scheduler protocol."""
+
+    def __init__(self, target: RemoteTarget, handle: int) -> None:
+        self._target = target
+        self._handle = handle
+
+    def add_request(self, request: Request) -> None:
+        self._target.call(self._handle, "add_request", request)
+
+    def schedule(self) -> ScheduledBatch:
+        answer: ScheduledBatch = self._target.call(self._handle, "schedule", None)
+        return answer
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        answer: StepOutcome = self._target.call(self._handle, "update_from_output", output)
+        return answer
+
+
+class RemoteFunction:
+    """One of a learner's functions, called in the host with plain-data arguments."""
+
+    def __init__(self, target: RemoteTarget, name: str) -> None:
+        self._target = target
+        self.__name__ = name
+
+    def __call__(self, *arguments: Any) -> Any:
+        return self._target.function(self.__name__, arguments)
+
+
+class HostDeadline(Deadline):
+    """Names each call for the host's messages; the host process enforces the time itself."""
+
+    def __init__(self, target: RemoteTarget) -> None:
+        super().__init__(target.confinement.call_seconds)
+        self._target = target
+
+    def call(self, label: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        self._target.doing = f"{label} on {self.context}" if self.context else label
+        return function(*args, **kwargs)
+
+
+def _exception(name: str, builtin: str) -> type[TargetRaised]:
+    """A class named like the target's exception, deriving from the same built-in one."""
+    key = (name if name.isidentifier() and len(name) <= 80 else "TargetException", builtin)
+    if key not in _KINDS:
+        if len(_KINDS) > 256:  # a target inventing names without end gets generic ones
+            key = ("TargetException", builtin)
+        base = getattr(builtins, builtin, None)
+        bases: tuple[type, ...] = (TargetRaised,)
+        if isinstance(base, type) and issubclass(base, Exception):
+            try:
+                base("probe")  # some built-ins (UnicodeDecodeError) need more arguments
+                bases = (TargetRaised, base)
+            except TypeError:
+                pass
+        _KINDS.setdefault(key, type(key[0], bases, {}))
+    return _KINDS[key]

@@ -1,0 +1,164 @@
+"""The wire between kvsched and the process that hosts a target: framed msgpack, plain data only.
+
+Both ends speak in frames: a 4-byte big-endian length, then one msgpack value. kvsched sends
+``[op, *args]`` arrays (:data:`OPS`); the host answers every one with ``[status, payload]``
+(:data:`STATUSES`). Payloads are the spec's own dataclasses (``Request``, ``ScheduledBatch``,
+``StepOutcome`` ...), encoded by msgspec field by field from their type hints, so a new field or a
+new protocol type crosses the wire without a change here; the reader of every answer is a
+msgspec decoder for the exact type the protocol promises, which takes exact ints and strings
+only: no bools for ints, no int subclasses, no pickles, no objects of the target's.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import msgspec
+
+from kvsched.spec.protocol import Scheduler
+
+MAX_FRAME = 64 * 1024 * 1024
+"""The largest frame either end accepts: a learner's state for the largest pool fits easily."""
+
+TEXT_LIMIT = 2000
+"""The longest exception text or message the host sends; longer text is cut there."""
+
+Op = Literal["load", "new", "call", "fn"]
+OPS: tuple[Op, ...] = typing.get_args(Op)
+Status = Literal["ok", "raised", "exited", "unsendable", "refused"]
+STATUSES: tuple[Status, ...] = typing.get_args(Status)
+
+PROTOCOL_METHODS = ("add_request", "schedule", "update_from_output")
+
+_HEADER = struct.Struct(">I")
+
+
+class WireError(Exception):
+    """A frame that is not what the other end must send: too long, truncated or undecodable."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """One protocol method: the type of its argument (None: no argument) and of its answer."""
+
+    argument: Any
+    answer: Any
+
+
+def protocol_methods() -> dict[str, Method]:
+    """The scheduler protocol's methods, read off :class:`~kvsched.spec.protocol.Scheduler`."""
+    methods = {}
+    for name in PROTOCOL_METHODS:
+        hints = typing.get_type_hints(getattr(Scheduler, name))
+        answer = hints.pop("return")
+        arguments = list(hints.values())
+        methods[name] = Method(arguments[0] if arguments else None, answer)
+    return methods
+
+
+@dataclass(frozen=True)
+class Description:
+    """What the host found when it loaded a target; checked by kvsched before anything is used."""
+
+    kind: Literal["scheduler", "learner"]
+    policy: Literal["", "static", "continuous"]
+    properties: dict[str, Any] | None
+    """The declared properties as JSON (spec.properties.properties_to_json), or none."""
+    functions: tuple[Literal["allocate_kv_pages", "schedule_iteration"], ...]
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception raised by the target in a call, as text the host could format."""
+
+    type: str
+    """The exception's class name, as the target named it."""
+    builtin: str
+    """The nearest built-in exception class it derives from (``ValueError`` ...)."""
+    text: str
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_REPLY = msgspec.msgpack.Decoder(tuple[str, msgspec.Raw])
+
+
+def encode(value: Any) -> bytes:
+    """One frame holding ``value``; raises TypeError, OverflowError or UnicodeEncodeError."""
+    payload = _ENCODER.encode(value)
+    return _HEADER.pack(len(payload)) + payload
+
+
+def frame_length(header: bytes) -> int:
+    """The payload length a frame's 4-byte header announces; WireError past :data:`MAX_FRAME`."""
+    (length,) = _HEADER.unpack(header)
+    if length > MAX_FRAME:
+        raise WireError(f"a frame of {length} bytes, more than the {MAX_FRAME} allowed")
+    return int(length)
+
+
+def split_reply(payload: bytes) -> tuple[Status, msgspec.Raw]:
+    """An answer's status and its still-encoded payload; WireError if it is neither."""
+    try:
+        status, raw = _REPLY.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise WireError(f"an answer that is not [status, payload]: {error}") from None
+    if status not in STATUSES:
+        raise WireError(f"an answer with the unknown status {status[:40]!r}")
+    return status, raw
+
+
+def decoder(kind: Any) -> Callable[[msgspec.Raw], Any]:
+    """A strict reader of payloads of type ``kind``; raises WireError naming what was wrong."""
+    reader: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(kind)
+
+    def read(raw: msgspec.Raw) -> Any:
+        try:
+            return reader.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise WireError(str(error)) from None
+        except (TypeError, ValueError) as error:  # a dataclass's own __post_init__ refused it
+            raise WireError(f"{type(error).__name__}: {error}") from None
+
+    return read
+
+
+def read_frame(fd: int) -> bytes | None:
+    """The next frame's payload from a blocking ``fd``, or None at end of file (host side)."""
+    header = _read_exactly(fd, _HEADER.size)
+    if header is None:
+        return None
+    payload = _read_exactly(fd, frame_length(header))
+    if payload is None:
+        raise WireError("the stream ended inside a frame")
+    return payload
+
+
+def write_frame(fd: int, frame: bytes) -> None:
+    """Write a whole encoded frame to a blocking ``fd`` (host side)."""
+    view = memoryview(frame)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def cut(text: str) -> str:
+    """``text`` cut to :data:`TEXT_LIMIT` characters, saying so."""
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return text[:TEXT_LIMIT] + f"... ({len(text) - TEXT_LIMIT} more characters)"

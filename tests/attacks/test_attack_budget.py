@@ -1,0 +1,21 @@
+"""A target that takes 0.3 s per call: the overall budget ends the check, stated in the verdict."""
+
+from pathlib import Path
+
+from attack_harness import check_in_process, failed, write_attack
+
+SLOW = """
+import time
+
+class Attack(Buggy):
+    def schedule(self):
+        time.sleep(0.3)
+        return super().schedule()
+"""
+
+
+def test_the_budget_ends_a_slow_check(tmp_path: Path, capsys: object) -> None:
+    path = write_attack(tmp_path, SLOW)
+    outcome = check_in_process(capsys, f"{path}:Attack", "--budget", "2")
+    failed(outcome, "PROTO-1", "budget of 2 s ran out", "2 s for the whole check")
+    assert outcome.seconds < 2 + 15

@@ -1,0 +1,37 @@
+"""Links planted by the target where kvsched writes: never followed."""
+
+from pathlib import Path
+
+from attack_harness import check_in_process, failed, write_attack
+
+PLANTS = """
+import os
+os.symlink("victim.txt", "report.xml")
+os.makedirs("elsewhere", exist_ok=True)
+os.symlink("elsewhere", ".kvsched")
+
+class Attack(Buggy):
+    pass
+"""
+
+
+def test_junit_xml_replaces_a_link_instead_of_following_it(tmp_path: Path, capsys: object) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = write_attack(tmp_path, PLANTS)
+    outcome = check_in_process(
+        capsys, f"{path}:Attack", "--junit-xml", "report.xml", "--save-dir", "saved"
+    )
+    failed(outcome, "REQ-2 violated")
+    assert victim.read_text() == "precious\n"
+    report = tmp_path / "report.xml"
+    assert not report.is_symlink()
+    assert "<failure" in report.read_text()
+
+
+def test_a_linked_save_folder_is_refused(tmp_path: Path, capsys: object) -> None:
+    path = write_attack(tmp_path, PLANTS)
+    outcome = check_in_process(capsys, f"{path}:Attack")  # the default .kvsched/counterexamples
+    assert outcome.code == 2, outcome
+    assert "--save-dir" in outcome.err
+    assert not list((tmp_path / "elsewhere").iterdir())
