@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .prefix import PREFIX_FIELDS, parse_prefix, prefix_json
 from .strict_json import decode_json
 
 WORKLOAD_FORMAT = 1
@@ -29,9 +30,7 @@ class Request:
     arrival: int
     prompt_tokens: int
     output_tokens: int
-    prefix_group: str = ""
-    """Requests of one group share the first ``prefix_tokens`` of their prompts: the same
-    tokens, so an engine with prefix caching may share their KV ("": no shared prefix)."""
+    prefix_group: str = ""  # a shared prompt prefix (spec/prefix.py); "": none
     prefix_tokens: int = 0
 
 
@@ -106,7 +105,6 @@ _REQUEST_FIELDS = {
     "prompt_tokens": (0, MAX_TOKENS),
     "output_tokens": (1, MAX_TOKENS),
 }
-_PREFIX_FIELDS = ("prefix_group", "prefix_tokens")  # optional, together
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -153,20 +151,13 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
             "page_size": workload.limits.page_size,
             "pool_pages": workload.limits.pool_pages,
         },
-        "requests": [_request_json(r) for r in workload.requests],
+        "requests": [{**_numbers(r), **prefix_json(r)} for r in workload.requests],
     }
 
 
-def _request_json(request: Request) -> dict[str, Any]:
-    document: dict[str, Any] = {
-        "id": request.id,
-        "arrival": request.arrival,
-        "prompt_tokens": request.prompt_tokens,
-        "output_tokens": request.output_tokens,
-    }
-    if request.prefix_group:
-        document.update(prefix_group=request.prefix_group, prefix_tokens=request.prefix_tokens)
-    return document
+def _numbers(r: Request) -> dict[str, Any]:
+    return {"id": r.id, "arrival": r.arrival, "prompt_tokens": r.prompt_tokens,
+            "output_tokens": r.output_tokens}  # fmt: skip
 
 
 def _parse_limits(raw: Any, source: str) -> Limits:
@@ -202,7 +193,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
         if "id" in item and _is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, {*_REQUEST_FIELDS, *_PREFIX_FIELDS}, label, "request")
+        _reject_unknown(item, {*_REQUEST_FIELDS, *PREFIX_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
@@ -218,48 +209,14 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
                 f"(first used by request #{seen[request_id]})"
             )
         seen[request_id] = index
-        numbers = {
+        numbers: dict[str, Any] = {
             field: _integer(item[field], bounds, f"{label}: field '{field}'")
             for field, bounds in _REQUEST_FIELDS.items()
             if bounds is not None
         }
-        prefix = _prefix(item, numbers, label)
-        requests.append(
-            Request(
-                request_id,
-                numbers["arrival"],
-                numbers["prompt_tokens"],
-                numbers["output_tokens"],
-                **prefix,
-            )
-        )
+        prefix = parse_prefix(item, numbers["prompt_tokens"], label, WorkloadError)
+        requests.append(Request(request_id, **numbers, **prefix))
     return tuple(requests)
-
-
-def _prefix(item: Mapping[str, Any], numbers: Mapping[str, int], label: str) -> dict[str, Any]:
-    """The optional shared prefix: a group name and how many prompt tokens it covers."""
-    given = [field for field in _PREFIX_FIELDS if field in item]
-    if not given:
-        return {}
-    if len(given) == 1:
-        missing = next(f for f in _PREFIX_FIELDS if f not in given)
-        raise WorkloadError(
-            f"{label}: field '{given[0]}' needs '{missing}' (a shared prefix is a group and "
-            "a length)"
-        )
-    group = item["prefix_group"]
-    if not _is_text(group) or not group or len(group) > MAX_ID_LENGTH:
-        raise WorkloadError(
-            f"{label}: field 'prefix_group' must be a non-empty string of at most "
-            f"{MAX_ID_LENGTH} characters, got {json_kind(group)}"
-        )
-    length = _integer(item["prefix_tokens"], (1, MAX_TOKENS), f"{label}: field 'prefix_tokens'")
-    if length > numbers["prompt_tokens"]:
-        raise WorkloadError(
-            f"{label}: field 'prefix_tokens' is {length}, longer than the prompt "
-            f"({numbers['prompt_tokens']} tokens); a shared prefix is part of the prompt"
-        )
-    return {"prefix_group": group, "prefix_tokens": length}
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:

@@ -78,24 +78,28 @@ _DECODER = msgspec.json.Decoder(IterationLine | FaultLine)
 
 
 def decode_v1(line: bytes, where: str) -> IterationEvent | SchedulerFault:
-    """A version-1 iteration or fault line; :class:`EventLogError` naming the field if malformed."""
+    """A version-1 iteration or fault line; :class:`EventLogError` naming the field if malformed.
+
+    The field-by-field reader has the last word: a line msgspec refuses but it accepts (a lone
+    surrogate escaped in a string, which msgspec does not decode) is read its way.
+    """
     try:
         decoded = decode_line(_DECODER, line, where)
     except EventLogError as fast:
-        _precise(line, where)
-        raise fast from None
+        return _precise(line, where, fast)
     return decoded.event() if isinstance(decoded, IterationLine) else decoded.fault()
 
 
-def _precise(line: bytes, where: str) -> None:
-    """Raise the field-by-field reader's message for a line msgspec refused, if it has one."""
+def _precise(line: bytes, where: str, fast: EventLogError) -> IterationEvent | SchedulerFault:
+    """The line as the field-by-field reader reads it; its message if it refuses it too."""
     document = strict_json(line, where)
     if not isinstance(document, dict):
         raise EventLogError(f"{where}: must be a JSON object, got {json_kind(document)}")
     kind = document.get("type")
     if kind == "iteration":
-        parse_event(document, where)
-    elif kind == "fault":
-        parse_fault(document, where)
-    else:
+        return parse_event(document, where)
+    if kind == "fault":
+        return parse_fault(document, where)
+    if "type" in document:
         raise EventLogError(f"{where}: field 'type' must be 'iteration' or 'fault', got {kind!r}")
+    raise fast
