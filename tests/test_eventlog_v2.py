@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from engines.record import SCENARIOS
 
+from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError, check_log, read_run
 from kvsched.checks.eventlog.writer import v2_lines
+from kvsched.cli import main
 from kvsched.spec.properties import TargetProperties, properties_to_json
 from kvsched.spec.workload import Limits, Request, Workload, workload_to_json
 
@@ -237,3 +239,23 @@ def test_a_header_may_not_repeat_a_key(tmp_path: Path) -> None:
     path = tmp_path / "v.jsonl"
     path.write_text(text + "\n")
     assert_rejected(path, "line 1 (header)", "'version' appears twice")
+
+
+def test_all_findings_reports_a_second_later_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Iteration 1 miscounts the free pages (PAGE-3); iteration 2 decodes a without the page
+    # its third token needs (PAGE-1), a different invariant, later.
+    short = [op for op in SECOND if op != ["alloc", "a", [3]]]
+    short[short.index(["free", "a", [0, 3]])] = ["free", "a", [0]]
+    log = write(tmp_path / "l.jsonl", header(), iteration(1, FIRST, 5), iteration(2, short, 6))
+    first = check_stream(log)
+    assert first.finding is not None and (first.finding.invariant, first.later) == ("PAGE-3", ())
+    every = check_stream(log, all_findings=True)
+    assert every.finding == first.finding
+    assert [(f.invariant, f.iteration) for f in every.later] == [("PAGE-1", 2)]
+    assert main(["check", str(log), "--all-findings"]) == 1
+    out = capsys.readouterr().out
+    assert "also violated: PAGE-1 (iteration 2)" in out
+    assert main(["check", str(log)]) == 1
+    assert "also violated" not in capsys.readouterr().out

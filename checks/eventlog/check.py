@@ -17,23 +17,25 @@ from kvsched.checks.monitor.runtime import Monitor
 
 @dataclass(frozen=True)
 class LogCheck:
-    """What checking a log found: its header, how many iterations it had, and the finding."""
+    """What checking a log found: its header, how many iterations it had, the first finding and,
+    when asked for every invariant's first violation, the later ones of other invariants."""
 
     header: LogHeader
     iterations: int
     finding: Finding | None
+    later: tuple[Finding, ...] = ()
 
 
-def check_stream(path: str | Path) -> LogCheck:
-    """Judge the log at ``path`` with the runtime monitor as it streams; the first finding."""
+def check_stream(path: str | Path, all_findings: bool = False) -> LogCheck:
+    """Judge the log at ``path`` with the runtime monitor as it streams: the first finding, or
+    (``all_findings``) the first finding of every invariant, checking on after a violation."""
     reader = LogReader(path)
     header = reader.header
-    monitor = Monitor(header.workload, header.properties.policy, header.properties)
-    finding: Finding | None = None
+    properties = header.properties
+    monitor = Monitor(header.workload, properties.policy, properties, all_findings)
     for event in reader.events():
-        finding = monitor.observe(event)
-        if finding is not None:
-            break
-    else:
-        finding = monitor.finish(reader.drained, reader.fault)
-    return LogCheck(header, reader.iterations, finding)
+        if monitor.observe(event) is not None and not all_findings:
+            return LogCheck(header, reader.iterations, monitor.finding)
+    monitor.finish(reader.drained, reader.fault)
+    later = tuple(f for f in monitor.findings.values() if f is not monitor.finding)
+    return LogCheck(header, reader.iterations, monitor.finding, later)

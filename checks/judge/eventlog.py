@@ -18,9 +18,12 @@ from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, bu
 from kvsched.spec.properties import TargetProperties
 
 
-def check_event_log(label: str, path: Path, policy: str = "") -> Verdict:
-    """Judge the log at ``path``; ``policy``, if given, must be the one the log declares."""
-    checked = check_stream(path)
+def check_event_log(
+    label: str, path: Path, policy: str = "", all_findings: bool = False
+) -> Verdict:
+    """Judge the log at ``path``; ``policy``, if given, must be the one the log declares.
+    With ``all_findings`` the verdict has the first violation of every invariant."""
+    checked = check_stream(path, all_findings)
     header = checked.header
     properties = header.properties
     if policy and policy != properties.policy:
@@ -41,8 +44,16 @@ def check_event_log(label: str, path: Path, policy: str = "") -> Verdict:
             "the log counts pages without naming them: PAGE-2 (one owner per page) cannot be "
             "checked, and page ids in a finding are stand-ins"
         )
+    notes += [f"also violated: {later}" for later in checked.later]
     return build_verdict(
-        label, "event log", properties.policy, evidence, finding, failing, notes=tuple(notes)
+        label,
+        "event log",
+        properties.policy,
+        evidence,
+        finding,
+        failing,
+        notes=tuple(notes),
+        later=checked.later if all_findings else None,
     )
 
 

@@ -44,8 +44,9 @@ from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload, pages_for
 
 INSTALL = (
-    "install the vLLM recorder's extra first: pip install -r extras/vllm-cpu.txt "
-    "(a CPU torch, vLLM without its GPU dependencies, and what its scheduler imports)"
+    "install the vLLM recorder's extra first: pip install -r extras/vllm-cpu.txt && "
+    "pip install --no-deps vllm==0.33.0 xgrammar==0.2.9 (a CPU torch, vLLM without its GPU "
+    "dependencies, and what its scheduler imports)"
 )
 _TINY_MODEL = {
     "architectures": ["LlamaForCausalLM"],

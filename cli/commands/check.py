@@ -100,6 +100,12 @@ def register(subparsers: Any) -> None:
         help="for the reference schedulers, cite Z3 induction proofs over N symbolic requests "
         "(0: skip; default 5)",
     )
+    parser.add_argument(
+        "--all-findings",
+        action="store_true",
+        help="for an event log: check on after a violation and report the first violation of "
+        "every invariant, each with its iteration (later ones may follow from earlier ones)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write JUnit XML")
     parser.add_argument(
@@ -127,8 +133,14 @@ def main(args: argparse.Namespace) -> int:
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
     workload = load_workload(args.workload) if args.workload else None
-    if workload is not None and args.target.endswith(".jsonl"):
+    is_log = args.target.endswith((".jsonl", ".jsonl.gz"))
+    if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
+    if args.all_findings and not is_log:
+        raise UsageError(
+            "--all-findings applies to an event log (path/to/run.jsonl): a scheduler's violation "
+            "is shrunk to its smallest workload, one at a time"
+        )
     options = CheckOptions(
         workload=workload,
         workload_file=str(args.workload) if args.workload else "",
@@ -138,6 +150,7 @@ def main(args: argparse.Namespace) -> int:
         hypothesis=not args.no_hypothesis,
         timeout=args.timeout,
         proof_requests=args.z3_requests,
+        all_findings=args.all_findings,
     )
     try:
         report = check_hosted(args.target, options, confinement)
