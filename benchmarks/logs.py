@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, BinaryIO, TextIO
@@ -17,9 +18,9 @@ from kvsched.checks.eventlog.lines import LOG_FORMAT, event_json
 from kvsched.checks.eventlog.version2 import ENCODER, IterationLine
 from kvsched.checks.eventlog.writer import header_line, ops_of
 from kvsched.reference import ContinuousScheduler
-from kvsched.reference.engine import SchedulerDriver, arrival_order
+from kvsched.reference.engine import SchedulerDriver
 from kvsched.spec.properties import TargetProperties, properties_to_json
-from kvsched.spec.workload import Limits, Request, Workload, workload_to_json
+from kvsched.spec.workload import Limits, Request, Workload, arrival_order, workload_to_json
 
 BATCH, PAGE = 40, 16
 
@@ -39,13 +40,15 @@ def busy_workload(iterations: int) -> Workload:
     return Workload("busy", Limits(BATCH, PAGE, pool), tuple(requests))
 
 
-def write_logs(directory: Path, iterations: int) -> dict[str, Path]:
-    """Record one run as ``v1.jsonl``, ``v2.jsonl`` and ``v2.jsonl.gz`` in ``directory``."""
+def write_logs(directory: Path, iterations: int, version_1: bool = True) -> dict[str, Path]:
+    """Record one run as ``v1.jsonl`` (unless not ``version_1``), ``v2.jsonl`` and
+    ``v2.jsonl.gz`` in ``directory``."""
     workload = busy_workload(iterations)
     properties = TargetProperties(policy="continuous")
     paths = {name: directory / name for name in ("v1.jsonl", "v2.jsonl", "v2.jsonl.gz")}
     with ExitStack() as files:
-        v1 = files.enter_context(paths["v1.jsonl"].open("w", encoding="utf-8"))
+        v1_path = paths["v1.jsonl"] if version_1 else Path(os.devnull)
+        v1 = files.enter_context(v1_path.open("w", encoding="utf-8"))
         v2 = files.enter_context(paths["v2.jsonl"].open("wb"))
         v2z = files.enter_context(gzip.open(paths["v2.jsonl.gz"], "wb"))
         _record(workload, properties, v1, v2, v2z)
@@ -68,7 +71,7 @@ def _record(
     v2z.write(head)
     prompts = {r.id: r.prompt_tokens for r in workload.requests}
     driver = SchedulerDriver(ContinuousScheduler, workload.limits)
-    arrivals = arrival_order(workload)
+    arrivals = arrival_order(workload.requests)
     taken, finished, iteration = 0, 0, 0
     while finished < len(workload.requests):
         iteration += 1

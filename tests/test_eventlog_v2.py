@@ -259,3 +259,16 @@ def test_all_findings_reports_a_second_later_violation(
     assert "also violated: PAGE-1 (iteration 2)" in out
     assert main(["check", str(log)]) == 1
     assert "also violated" not in capsys.readouterr().out
+
+
+def test_the_schema_accepts_version_2_lines(tmp_path: Path) -> None:
+    from test_eventlog import validator
+
+    lines = [header(), iteration(1, FIRST, 4), iteration(2, SECOND, 6, waiting=[])]
+    lines += [header(pages="counts"), iteration(1, counts(FIRST), 4)]
+    for line in lines:
+        validator().validate(line)
+    bad = [iteration(1, [["alloc", "a"]], 4), iteration(1, [["grow", "a"]], 4)]
+    bad += [{**header(), "version": 1, "pages": "ids"}, iteration(1, [["decode", "a"]], 4)]
+    for line in bad:
+        assert not validator().is_valid(line), line
