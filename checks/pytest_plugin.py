@@ -128,6 +128,10 @@ class KvschedItem(pytest.Item):
                 continue
             row = next(r for r in verdict.invariants if r.invariant == self.invariant)
             if row.status == VIOLATED:
+                if verdict.finding is None or verdict.finding.invariant != row.invariant:
+                    finding = verdict.finding_for(row.invariant)
+                    assert finding is not None
+                    raise KvschedFailure(f"allocate_kv_pages: {finding.message}")
                 raise KvschedFailure(explain(verdict, f"kvsched check {self.target}").strip())
             if row.status in (NOT_APPLICABLE, NOT_CHECKED):
                 pytest.skip(f"{row.status}: {row.how}")

@@ -19,6 +19,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
+from .tracebacks import user_frames
 from .waiting import WaitingQueue
 
 
@@ -189,7 +190,11 @@ def _call(scheduler: Any, method: str, iteration: int, *args: Any) -> Any:
     try:
         return getattr(scheduler, method)(*args)
     except Exception as error:  # the scheduler under test may raise anything: a finding
-        return SchedulerFault(iteration, method, _describe(error))
+        # An adapter (the learner's) names the function the user wrote, not the protocol's.
+        call = getattr(error, "call", method)
+        return SchedulerFault(
+            iteration, call if isinstance(call, str) else method, _describe(error)
+        )
 
 
 def _malformed_batch(batch: Any, checked: Mapping[str, Any]) -> str:
@@ -243,7 +248,13 @@ def _page_ids(pages: tuple[Any, ...] | list[Any]) -> bool:
 
 
 def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+    cause = error.__cause__ if getattr(error, "call", None) else None
+    shown = cause if cause is not None else error
+    text = f"{type(shown).__name__}: {shown}"
+    if cause is not None and str(error):
+        text += f"\n{error}"  # what the adapter saw before the error: a likely cause
+    where = user_frames(error)
+    return f"{text}\n{where}" if where else text
 
 
 def _name(factory: Any) -> str:

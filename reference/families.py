@@ -30,8 +30,16 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
-from kvsched.spec.workload import Limits, Request, Workload, peak_pages
+from kvsched.spec.workload import (
+    Limits,
+    Request,
+    Workload,
+    WorkloadError,
+    load_workload,
+    peak_pages,
+)
 
 ARRIVALS = ("poisson", "bursty")
 LENGTHS = ("short", "long", "heavy")
@@ -72,6 +80,26 @@ SCALE = Family("scale", "poisson", "long", "roomy", batch_limit=256)
 """The large-replay shape: batch limit 256, mean output about 200 tokens."""
 
 
+CHECK_FAMILIES = (
+    Family("check-bursty-short-tight", "bursty", "short", "tight", batch_limit=64),
+    Family("check-poisson-heavy-tight", "poisson", "heavy", "tight", batch_limit=256),
+)
+"""Realistic sizes every ``kvsched check`` of a scheduler class replays through the monitor,
+whatever the Hypothesis profile: 1,000 requests each (:data:`CHECK_SIZE`), batches of 64 and
+256, pools that bind."""
+CHECK_SIZE = 1000
+CHECK_SOURCE = (
+    f"{len(CHECK_FAMILIES)} seeded families of {CHECK_SIZE:,} requests "
+    f"(batch limits {' and '.join(str(f.batch_limit) for f in CHECK_FAMILIES)})"
+)
+"""The families in words, as a check's evidence names them."""
+
+
+def check_workloads() -> tuple[Workload, ...]:
+    """The workloads of :data:`CHECK_FAMILIES`, seed 0."""
+    return tuple(generate(family, CHECK_SIZE, 0) for family in CHECK_FAMILIES)
+
+
 def family_named(name: str) -> Family:
     """The family called ``name`` (one of :data:`FAMILIES`, or ``scale``)."""
     if name == SCALE.name:
@@ -81,6 +109,29 @@ def family_named(name: str) -> Family:
     except KeyError:
         known = ", ".join([*FAMILIES, SCALE.name])
         raise ValueError(f"unknown workload family {name!r} (known: {known})") from None
+
+
+SPEC_FORM = "a workload file, or family:NAME:SIZE[:SEED] for a seeded family"
+"""What every command's WORKLOAD argument accepts, in words for its help."""
+
+
+def workload_from_spec(spec: str | Path) -> Workload:
+    """A workload file, or ``family:NAME:SIZE[:SEED]`` (seed 0 by default) generated here."""
+    text = str(spec)
+    if not text.startswith("family:"):
+        return load_workload(spec)
+    parts = text.split(":")[1:]
+    if len(parts) not in (2, 3):
+        raise WorkloadError(f"{text}: write family:NAME:SIZE or family:NAME:SIZE:SEED")
+    name, *numbers = parts
+    bad = [n for n in numbers if not n.isdigit()]
+    if bad:
+        raise WorkloadError(f"{text}: '{bad[0]}' is not a non-negative integer (SIZE and SEED are)")
+    size, seed = int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else 0
+    try:
+        return generate(name, size, seed)
+    except ValueError as error:
+        raise WorkloadError(f"{text}: {error}") from None
 
 
 def generate(family: Family | str, size: int, seed: int) -> Workload:

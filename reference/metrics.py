@@ -6,11 +6,13 @@ from any engine yields the same numbers as a live run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.vocabulary import DEFAULT_PERCENTILE_METHOD, PercentileMethod
 from kvsched.spec.workload import Workload
 
 
@@ -36,6 +38,8 @@ class RunMetrics:
     """Per request: iterations between arrival and the start of its first iteration (7.3)."""
     p50_wait: float
     p95_wait: float
+    percentile_method: PercentileMethod
+    """The convention P50 and P95 wait were taken under (7.4), the workload's unless overridden."""
     max_wait: int
     mean_wait: float
     peak_pages: int
@@ -54,6 +58,7 @@ class RunMetrics:
             "utilization": self.utilization,
             "p50_wait": self.p50_wait,
             "p95_wait": self.p95_wait,
+            "percentile_method": self.percentile_method,
             "max_wait": self.max_wait,
             "mean_wait": self.mean_wait,
             "peak_pages": self.peak_pages,
@@ -63,21 +68,20 @@ class RunMetrics:
         }
 
 
-def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile with linear interpolation between closest ranks (7.4).
+def percentile(
+    values: Sequence[float], p: float, method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
+) -> float:
+    """The p-th percentile under ``method``, one of numpy's method names (7.4).
 
-    This is Hyndman and Fan's type 7, numpy's default and what vLLM's and SGLang's serving
-    benchmarks report: rank ``(n - 1) * p / 100`` of the sorted values, interpolated.
+    The default, ``linear``, is Hyndman and Fan's type 7, numpy's default and what vLLM's and
+    SGLang's serving benchmarks report: rank ``(n - 1) * p / 100`` of the sorted values,
+    interpolated. ``lower`` takes the value at that rank rounded down.
     """
     if not values:
         raise ValueError("percentile of no values")
     if not 0 <= p <= 100:
         raise ValueError(f"p must be within [0, 100], got {p}")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * p / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return float(np.percentile(values, p, method=method))
 
 
 def admission_iterations(events: Iterable[IterationEvent]) -> dict[str, int]:
@@ -89,8 +93,14 @@ def admission_iterations(events: Iterable[IterationEvent]) -> dict[str, int]:
     return admitted
 
 
-def compute_metrics(workload: Workload, events: Sequence[IterationEvent]) -> RunMetrics:
-    """All of section 7 for one run."""
+def compute_metrics(
+    workload: Workload,
+    events: Sequence[IterationEvent],
+    percentile_method: PercentileMethod | None = None,
+) -> RunMetrics:
+    """All of section 7 for one run; percentiles under the workload's declared method unless
+    ``percentile_method`` overrides it."""
+    method = percentile_method or workload.percentile_method
     limits = workload.limits
     admitted = admission_iterations(events)
     waits = {r.id: admitted[r.id] - 1 - r.arrival for r in workload.requests if r.id in admitted}
@@ -116,8 +126,9 @@ def compute_metrics(workload: Workload, events: Sequence[IterationEvent]) -> Run
         tokens=tokens,
         utilization=tokens / (limits.batch_limit * len(busy)) if busy else 0.0,
         waits=waits,
-        p50_wait=percentile(wait_values, 50),
-        p95_wait=percentile(wait_values, 95),
+        p50_wait=percentile(wait_values, 50, method),
+        p95_wait=percentile(wait_values, 95, method),
+        percentile_method=method,
         max_wait=max(wait_values),
         mean_wait=sum(wait_values) / len(wait_values),
         peak_pages=max((e.pages_in_use for e in events), default=0),

@@ -25,7 +25,7 @@ from kvsched.spec.protocol import (
 from kvsched.spec.workload import Limits, Request, Workload
 
 from .progress import Progress
-from .results import RUN_METRIC_UNITS, CaseResult, ResultSet
+from .results import RUN_METRIC_UNITS, CaseResult, ResultSet, workload_content
 from .series import IterationSeries, RequestSpan, iteration_series, request_spans
 
 STEPPED, FAST = "stepped", "fast"
@@ -57,7 +57,19 @@ class CaseRun:
     def result(self) -> CaseResult:
         figures = self.metrics.as_dict()
         metrics = {name: _number(figures[name]) for name in RUN_METRIC_UNITS}
-        return CaseResult(self.workload.name, self.policy, metrics, dict(RUN_METRIC_UNITS))
+        limits = self.workload.limits
+        return CaseResult(
+            self.workload.name,
+            self.policy,
+            metrics,
+            dict(RUN_METRIC_UNITS),
+            content=workload_content(self.workload.requests),
+            limits={
+                "batch_limit": limits.batch_limit,
+                "page_size": limits.page_size,
+                "pool_pages": limits.pool_pages,
+            },
+        )
 
 
 def choose_engine(workload: Workload, policy: str, factory: SchedulerFactory, engine: str) -> str:

@@ -1,6 +1,10 @@
 """Baseline against candidate: every metric both result sets report, with its change.
 
-Cases are matched by (workload name, policy); a case only one side has is listed, not compared.
+Cases are matched like with like: by the workload's content (its requests) and policy when both
+sides record the content, whatever the workloads are named; otherwise by (workload name, policy).
+A match whose limits differ, or a match by name whose requests differ, is still compared but
+carries a warning, since its figures then measure two different things. A case only one side has
+is listed, not compared.
 The change in percent is relative to the baseline; from a baseline of 0 any rise is infinite,
 which the gate treats as over every percentage limit (a figure that was 0 and no longer is has
 regressed, however small it is now).
@@ -11,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .results import ResultSet
+from .results import CaseResult, ResultSet
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Comparison:
     """Labels of cases new in the candidate."""
     failed_in_candidate: tuple[tuple[str, str], ...] = ()
     """(case label, metric) the baseline has a value for and the candidate's benchmark failed."""
+    warnings: tuple[str, ...] = ()
+    """Matches that do not compare like with like: different limits, or different requests."""
 
     @property
     def metric_names(self) -> tuple[str, ...]:
@@ -62,11 +68,15 @@ class Comparison:
 def compare(baseline: ResultSet, candidate: ResultSet) -> Comparison:
     changes = []
     only_in_candidate = []
+    warnings: list[str] = []
+    matched: set[int] = set()
     for case in candidate.cases:
-        before = baseline.case(case.key)
+        before = _match(baseline, case)
         if before is None:
             only_in_candidate.append(case.label)
             continue
+        matched.add(id(before))
+        warnings.extend(_differences(before, case))
         for metric, value in case.metrics.items():
             if metric in before.metrics:
                 unit = case.units.get(metric, before.units.get(metric, ""))
@@ -75,7 +85,7 @@ def compare(baseline: ResultSet, candidate: ResultSet) -> Comparison:
                         case.workload, case.policy, metric, before.metrics[metric], value, unit
                     )
                 )
-    only_in_baseline = [c.label for c in baseline.cases if candidate.case(c.key) is None]
+    only_in_baseline = [c.label for c in baseline.cases if id(c) not in matched]
     failed = []
     for workload, policy, metric in candidate.failed:
         before = baseline.case((workload, policy))
@@ -88,7 +98,37 @@ def compare(baseline: ResultSet, candidate: ResultSet) -> Comparison:
         only_in_baseline=tuple(only_in_baseline),
         only_in_candidate=tuple(only_in_candidate),
         failed_in_candidate=tuple(failed),
+        warnings=tuple(warnings),
     )
+
+
+def _match(baseline: ResultSet, case: CaseResult) -> CaseResult | None:
+    """The baseline's case for ``case``: same requests and policy, else same name and policy."""
+    if case.content:
+        for before in baseline.cases:
+            if before.content == case.content and before.policy == case.policy:
+                return before
+    return baseline.case(case.key)
+
+
+def _differences(before: CaseResult, after: CaseResult) -> list[str]:
+    label = after.label
+    if before.workload != after.workload:
+        label = f"{after.label} (baseline: '{before.workload}', the same requests)"
+    found = []
+    if before.content and after.content and before.content != after.content:
+        found.append(
+            f"{label}: the baseline's workload of that name has different requests; its "
+            "figures are not comparable"
+        )
+    changed = [
+        f"{name} {before.limits[name]} -> {after.limits[name]}"
+        for name in after.limits
+        if name in before.limits and before.limits[name] != after.limits[name]
+    ]
+    if changed:
+        found.append(f"{label}: limits differ from the baseline's ({', '.join(changed)})")
+    return found
 
 
 def format_percent(change: MetricChange) -> str:

@@ -188,6 +188,8 @@ def _comparison_section(comparison: Comparison, verdict: GateVerdict | None) -> 
     if comparison.only_in_candidate:
         listed = ", ".join(f"`{label}`" for label in comparison.only_in_candidate)
         blocks.append(Paragraph(f"New in the candidate (not compared): {listed}."))
+    for warning in comparison.warnings:
+        blocks.append(Paragraph(f"Warning: {warning}."))
     if verdict is not None:
         blocks += _gate_section(verdict)
     return blocks

@@ -7,6 +7,7 @@ the comparison and the gate do not care where the figures came from.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -32,6 +33,10 @@ class CaseResult:
     """Metric name -> value, in a fixed order (the order of ``RunMetrics`` or of the asv file)."""
     units: Mapping[str, str] = field(default_factory=dict)
     """Metric name -> unit, where one is known ("iterations", "seconds", ...)."""
+    content: str = ""
+    """A digest of the workload's requests (:func:`workload_content`); empty when unknown (asv)."""
+    limits: Mapping[str, int] = field(default_factory=dict)
+    """The workload's limits by name; empty when unknown."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -83,22 +88,33 @@ RUN_METRIC_UNITS = {
 """The scalar metrics of spec/semantics.md section 7 (``RunMetrics``) and their units."""
 
 
+def workload_content(requests: Any) -> str:
+    """A digest of a workload's requests (ids, arrivals, lengths, in declared order): two runs
+    compare like with like when their digests agree, whatever the workloads are named."""
+    text = json.dumps(
+        [[r.id, r.arrival, r.prompt_tokens, r.output_tokens] for r in requests],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def results_to_json(results: ResultSet) -> dict[str, Any]:
     return {
         "format": RESULTS_FORMAT,
         "kind": RESULTS_KIND,
         "source": results.source,
-        "cases": [
-            {
-                "workload": case.workload,
-                "policy": case.policy,
-                "metrics": dict(case.metrics),
-                "units": dict(case.units),
-            }
-            for case in results.cases
-        ],
+        "cases": [_case_json(case) for case in results.cases],
         "failed": [list(entry) for entry in results.failed],
     }
+
+
+def _case_json(case: CaseResult) -> dict[str, Any]:
+    document: dict[str, Any] = {"workload": case.workload, "policy": case.policy}
+    if case.content:
+        document["content"] = case.content
+    if case.limits:
+        document["limits"] = dict(case.limits)
+    return document | {"metrics": dict(case.metrics), "units": dict(case.units)}
 
 
 def write_results(results: ResultSet, path: Path) -> None:
@@ -152,7 +168,15 @@ def _parse_case(raw: Any, where: str) -> CaseResult:
     units = raw.get("units", {})
     if not isinstance(units, dict) or not all(isinstance(u, str) for u in units.values()):
         raise ResultsError(f"{where}: field 'units' must map metric names to strings")
-    return CaseResult(raw["workload"], raw["policy"], metrics, units)
+    content = raw.get("content", "")
+    if not isinstance(content, str):
+        raise ResultsError(f"{where}: field 'content' must be a string")
+    limits = raw.get("limits", {})
+    if not isinstance(limits, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in limits.values()
+    ):
+        raise ResultsError(f"{where}: field 'limits' must map limit names to integers")
+    return CaseResult(raw["workload"], raw["policy"], metrics, units, content, limits)
 
 
 def load_json_object(path: Path) -> dict[str, Any]:

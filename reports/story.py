@@ -94,7 +94,9 @@ def lesson_comparison(static: CaseRun, continuous: CaseRun) -> list[Block]:
         Paragraph(
             "The lesson publishes these figures for its trace (`kvsched.spec.teaching.PUBLISHED`)"
             ". The column agrees compares ours rounded to the lesson's precision (whole "
-            "iterations, whole percent)."
+            "iterations, whole percent). P95 waits are taken by numpy's "
+            f"`{static.metrics.percentile_method}` method, the convention the workload declares "
+            "(spec/semantics.md 7.4)."
         ),
         Table(("policy", "figure", "ours", "lesson", "agrees"), tuple(rows)),
         Paragraph(

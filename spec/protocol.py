@@ -13,6 +13,18 @@ iteration at a time, by the engine loop, which plays the model runner:
 This is the split of vLLM's ``schedule()`` / ``update_from_output()`` and nano-vllm's
 ``schedule()`` / ``postprocess()``, so a real engine's scheduler fits behind a thin adapter. The
 reference schedulers implement it like any third party does.
+
+Declaring a policy. Some invariants constrain one batching policy only (section 8: BATCH-2 for
+static batching, BATCH-3 for continuous batching, and BATCH-4's admission order for both). A
+scheduler says which policy it implements with a class attribute::
+
+    class MyScheduler:
+        policy = "continuous"  # or "static"
+
+or the check is told on the command line (``kvsched check pkg.mod:MyScheduler --policy
+continuous``, which also overrides a declaration). A scheduler that declares neither is checked
+against every other invariant, and the check says in words which ones it could not check and how
+to declare the policy, rather than show them as quietly "not applicable".
 """
 
 from __future__ import annotations

@@ -62,3 +62,36 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 raise _RepeatedKey(key[:60])
             seen.add(key)
     return document
+
+
+def is_text(value: Any) -> bool:
+    """A string that can be printed and written back as UTF-8 (no lone surrogates)."""
+    if type(value) is not str:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_value(value: Any) -> str:
+    """A value for an error message: short, and printable whatever it holds."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of {len(str(value))} digits"
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def json_kind(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages ("integer", "array", ...)."""
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

@@ -23,6 +23,31 @@ Engine = Literal["vllm"]
 """Engines ``kvsched record`` can drive (checks/record/): each writes a version-2 event log."""
 ENGINE_NAMES: tuple[Engine, ...] = get_args(Engine)
 
+PercentileMethod = Literal[
+    "linear",
+    "lower",
+    "higher",
+    "nearest",
+    "midpoint",
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "median_unbiased",
+    "normal_unbiased",
+]
+"""How a percentile of waits is taken: ``numpy.percentile``'s method names (section 7.4).
+
+Percentiles of few values differ by convention: P95 of 9 waits is ``0.4 x second-largest +
+0.6 x largest`` under ``linear`` (Hyndman and Fan's type 7, numpy's default, what vLLM's and
+SGLang's serving benchmarks report), the second-largest under ``lower`` (``sorted[floor((n - 1)
+x 0.95)]``, a common hand-written percentile), the largest under ``higher``. A workload file may
+declare the convention its figures use (``percentile_method``); ``linear`` is the default."""
+PERCENTILE_METHODS: tuple[PercentileMethod, ...] = get_args(PercentileMethod)
+DEFAULT_PERCENTILE_METHOD: PercentileMethod = "linear"
+
 Status = Literal["holds", "violated", "not applicable", "not checked"]
 """What a verdict says of one invariant. "not checked": applicable, but the check stopped at an
 earlier violation before it was exercised."""
@@ -68,6 +93,11 @@ class ExitCode(IntEnum):
 def is_policy(name: str) -> TypeGuard[Policy]:
     """Whether ``name`` is one of the lesson's policies."""
     return name in POLICY_NAMES
+
+
+def is_percentile_method(name: object) -> TypeGuard[PercentileMethod]:
+    """Whether ``name`` is one of numpy's percentile methods."""
+    return name in PERCENTILE_METHODS
 
 
 def is_profile(name: str) -> TypeGuard[Profile]:

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from .prefix import PREFIX_FIELDS, parse_prefix, prefix_json
-from .strict_json import decode_json
+from .strict_json import decode_json, is_text, json_kind, shown_value
+from .vocabulary import (
+    DEFAULT_PERCENTILE_METHOD,
+    PERCENTILE_METHODS,
+    PercentileMethod,
+    is_percentile_method,
+)
 
 WORKLOAD_FORMAT = 1
 
@@ -51,6 +57,8 @@ class Workload:
     limits: Limits
     requests: tuple[Request, ...]
     description: str = ""
+    percentile_method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
+    """How its P50 and P95 waits are taken (section 7.4): the convention its figures use."""
 
     def request(self, request_id: str) -> Request:
         for request in self.requests:
@@ -80,7 +88,7 @@ def peak_pages(request: Request, page_size: int) -> int:
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
-_TOP_FIELDS = {"format", "name", "description", "limits", "requests"}
+_TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
 
 # Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
 # finite and every structure small: the engine steps through each iteration up to the last
@@ -130,22 +138,42 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
     if type(document["format"]) is not int or document["format"] != WORKLOAD_FORMAT:
         raise WorkloadError(
             f"{source}: field 'format' must be {WORKLOAD_FORMAT} (an integer), got "
-            f"{json_kind(document['format'])} {_shown(document['format'])}"
+            f"{json_kind(document['format'])} {shown_value(document['format'])}"
         )
     name = _text(document.get("name", Path(source).stem), source, "name")
     description = _text(document.get("description", ""), source, "description")
+    method = document.get("percentile_method", DEFAULT_PERCENTILE_METHOD)
+    if not is_percentile_method(method):
+        raise WorkloadError(
+            f"{source}: field 'percentile_method' is {method!r}, not one of numpy's percentile "
+            f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
+        )
     limits = _parse_limits(document["limits"], source)
     requests = _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)
-    return Workload(name=name, limits=limits, requests=requests, description=description)
+    return Workload(
+        name=name,
+        limits=limits,
+        requests=requests,
+        description=description,
+        percentile_method=method,
+    )
 
 
 def workload_to_json(workload: Workload) -> dict[str, Any]:
-    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged."""
-    return {
+    """The JSON document of a workload; :func:`parse_workload` reads it back unchanged.
+
+    The percentile method is written only when it is not the default, so files that never
+    declared one stay as they were.
+    """
+    document: dict[str, Any] = {
         "format": WORKLOAD_FORMAT,
         "name": workload.name,
         "description": workload.description,
+    }
+    if workload.percentile_method != DEFAULT_PERCENTILE_METHOD:
+        document["percentile_method"] = workload.percentile_method
+    return document | {
         "limits": {
             "batch_limit": workload.limits.batch_limit,
             "page_size": workload.limits.page_size,
@@ -191,17 +219,17 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
         label = f"{source}: request #{index}"
         if not isinstance(item, Mapping):
             raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-        if "id" in item and _is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
+        if "id" in item and is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
         _reject_unknown(item, {*_REQUEST_FIELDS, *PREFIX_FIELDS}, label, "request")
         for field in _REQUEST_FIELDS:
             if field not in item:
                 raise WorkloadError(f"{label}: missing field '{field}'")
         request_id = item["id"]
-        if not _is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
+        if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
             raise WorkloadError(
                 f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
-                f"characters (UTF-8, no lone surrogates), got {_shown(request_id)}"
+                f"characters (UTF-8, no lone surrogates), got {shown_value(request_id)}"
             )
         if request_id in seen:
             raise WorkloadError(
@@ -235,45 +263,27 @@ def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> N
 def _integer(value: Any, bounds: tuple[int, int], where: str) -> int:
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
     if type(value) is not int:
-        raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {_shown(value)}")
+        raise WorkloadError(
+            f"{where} must be an integer, got {json_kind(value)} {shown_value(value)}"
+        )
     minimum, maximum = bounds
     if value < minimum:
-        raise WorkloadError(f"{where} must be >= {minimum}, got {_shown(value)}")
+        raise WorkloadError(f"{where} must be >= {minimum}, got {shown_value(value)}")
     if value > maximum:
         raise WorkloadError(
             f"{where} must be <= {maximum} (the bound of schemas/workload.schema.json), got "
-            f"{_shown(value)}"
+            f"{shown_value(value)}"
         )
     return value
 
 
 def _text(value: Any, source: str, field: str) -> str:
-    if not _is_text(value):
+    if not is_text(value):
         raise WorkloadError(
             f"{source}: field '{field}' must be a string of UTF-8 text, got {json_kind(value)} "
-            f"{_shown(value)}"
+            f"{shown_value(value)}"
         )
     return str(value)
-
-
-def _is_text(value: Any) -> bool:
-    """A string that can be printed and written back as UTF-8 (no lone surrogates)."""
-    if type(value) is not str:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(value: Any) -> str:
-    """A value for an error message: short, and printable whatever it holds."""
-    if type(value) is int and value.bit_length() > 64:
-        return f"an integer of {len(str(value))} digits"
-    text = repr(value)
-    text = text if len(text) <= 60 else text[:57] + "..."
-    return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
@@ -283,16 +293,3 @@ def _reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: s
             f"{where}: unknown field '{unknown[0]}' in {what} "
             f"(known fields: {', '.join(sorted(known))})"
         )
-
-
-def json_kind(value: Any) -> str:
-    """The JSON name of a decoded value's type, for error messages ("integer", "array", ...)."""
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "number",
-        str: "string",
-        list: "array",
-        dict: "object",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)

@@ -48,7 +48,8 @@ def test_quick_bench_fails_on_a_planted_regression(
     project_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Planted: continuous batching admits only while fewer than two requests run, so the
-    # teaching trace's third slot idles and its continuous figures get worse.
+    # teaching trace's third slot idles and its continuous figures get worse (its iteration
+    # count happens to stay 88: the last request still ends the run).
     policy = project_copy / "reference" / "continuous.py"
     source = policy.read_text(encoding="utf-8")
     assert source.count("return True") == 1
@@ -58,7 +59,7 @@ def test_quick_bench_fails_on_a_planted_regression(
     out = capsys.readouterr().out
 
     assert code == 1, out
-    assert "WORSE   teaching.TeachingTrace.track_iterations('continuous')" in out
+    assert "WORSE   teaching.TeachingTrace.track_p95_wait('continuous')" in out
     assert "WORSE   teaching.TeachingTrace.track_utilization('continuous')" in out
     # Static batching never calls the changed method's answer into question: unchanged.
     assert "track_iterations('static')" not in out

@@ -197,3 +197,12 @@ def test_a_crash_of_kvsched_is_not_a_finding(monkeypatch: pytest.MonkeyPatch) ->
 def test_an_unknown_profile_is_refused() -> None:
     with pytest.raises(ValueError, match="known: ci, dev, thorough"):
         search(ContinuousScheduler, "continuous", profile="nightly")
+
+
+def test_the_ci_search_alone_finds_a_leak_that_needs_a_crowd() -> None:
+    """Sized by profile and swarm-tested, the default search reaches five active requests."""
+    from kvsched.checks.mutants.sized import CROWD, LeakInACrowd
+
+    found = search(LeakInACrowd, "continuous", "ci").counterexample
+    assert found is not None and found.finding.invariant == "PAGE-3"
+    assert len(found.workload.requests) == CROWD  # shrunk to exactly the crowd the bug needs

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
+import math
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,14 +14,19 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from kvsched.checks.judge.allocator import check_allocator
+from kvsched.checks.judge.allocator import (
+    CORNER_CASES,
+    VALUE_CASES,
+    check_allocator,
+    sampled_cases,
+)
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.search.strategies import workloads
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import load_target
-from kvsched.checks.verdict.render import render_table
+from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
 from kvsched.reference import POLICIES, allocate_kv_pages, run
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload
@@ -141,9 +149,6 @@ def test_the_allocator_check_passes_the_reference_and_the_example() -> None:
         (lambda tokens, page_size=16: {"pages": tokens // page_size + 1, "capacity": 0,
                                        "wastedSlots": 0}, "allocate_kv_pages(0)"),
         (lambda tokens, page_size=16: {"pages": -(-tokens // page_size)}, "'capacity' is missing"),
-        (lambda tokens, page_size=16: allocate_kv_pages(abs(int(tokens)), int(page_size) or 1),
-         "it should raise"),
-        (lambda tokens, page_size=16: allocate_kv_pages(int(tokens), page_size), "it should raise"),
     ],
 )  # fmt: skip
 def test_a_wrong_allocator_is_page_1_with_the_call_and_the_rule(allocate: Any, words: str) -> None:
@@ -153,15 +158,101 @@ def test_a_wrong_allocator_is_page_1_with_the_call_and_the_rule(allocate: Any, w
     assert words in finding.message
 
 
-def test_wrong_exception_type_is_reported_with_the_one_section_2_asks_for() -> None:
-    def raises_value_error_for_everything(tokens: Any, page_size: Any = 16) -> Any:
-        if not isinstance(tokens, int) or not isinstance(page_size, int) or tokens < 0:
-            raise ValueError("bad")
-        return allocate_kv_pages(tokens, page_size)
+def lessons_reference(tokens: Any, page_size: Any = 16) -> Any:
+    """The lesson's own solution: the rule, no validation (its inputs are a precondition)."""
+    pages = (tokens + page_size - 1) // page_size
+    return {
+        "pages": pages,
+        "capacity": pages * page_size,
+        "wastedSlots": pages * page_size - tokens,
+    }
 
-    finding = check_allocator(raises_value_error_for_everything, Deadline(5.0)).finding
-    assert finding is not None
-    assert "asks for TypeError" in finding.message
+
+def float_ceil(tokens: Any, page_size: Any = 16) -> Any:
+    pages = math.ceil(tokens / page_size)
+    return {
+        "pages": pages,
+        "capacity": pages * page_size,
+        "wastedSlots": pages * page_size - tokens,
+    }
+
+
+def value_error_everywhere(tokens: Any, page_size: Any = 16) -> Any:
+    if type(tokens) is not int or type(page_size) is not int or tokens < 0 or page_size < 1:
+        raise ValueError("bad input")
+    return allocate_kv_pages(tokens, page_size)
+
+
+def test_a_float_ceil_allocator_fails_above_2_53_only() -> None:
+    finding = check_allocator(float_ceil, Deadline(5.0)).finding
+    assert finding is not None and finding.invariant == "PAGE-1"
+    assert "9007199254740993" in finding.message  # 2**53 + 1, the first integer float rounds
+    assert "Float division rounds integers above 2**53" in finding.message
+    assert all(float_ceil(t, p or 16) == allocate_kv_pages(t, p or 16) for t, p in CORNER_CASES)
+
+
+def test_the_value_cases_reach_every_magnitude() -> None:
+    tokens = {t for t, _ in VALUE_CASES}
+    assert {2**53 - 1, 2**53, 2**53 + 1, 2**63, 10**30} <= tokens
+    assert max(tokens).bit_length() > 100
+    assert sampled_cases() == sampled_cases()  # seeded: the same cases on every run
+
+
+@pytest.mark.parametrize("allocate", [lessons_reference, value_error_everywhere])
+def test_correct_allocators_pass_whatever_they_do_outside_the_domain(allocate: Any) -> None:
+    verdict = check_allocator(allocate, Deadline(5.0))
+    assert verdict.finding is None
+    assert verdict.advice  # ... and are told the Pythonic way, as advice
+    assert all("the Pythonic way is to raise" in line for line in verdict.advice)
+
+
+def test_the_pythonic_allocator_gets_no_advice() -> None:
+    verdict = check_allocator(CORRECT.allocate_kv_pages, Deadline(5.0), strict_inputs=True)
+    assert verdict.finding is None and verdict.advice == ()
+
+
+@pytest.mark.parametrize(
+    ("allocate", "words"),
+    [
+        (lessons_reference, "allocate_kv_pages(-1, 16) returned"),
+        (value_error_everywhere, "raised ValueError; the Pythonic way is to raise TypeError"),
+    ],
+)
+def test_strict_inputs_grades_the_advice(allocate: Any, words: str) -> None:
+    finding = check_allocator(allocate, Deadline(5.0), strict_inputs=True).finding
+    assert finding is not None and finding.invariant == "PAGE-1"
+    assert words in finding.message and "--strict-inputs" in finding.message
+
+
+def test_one_allocator_verdict_in_table_json_and_junit(tmp_path: Path) -> None:
+    """A wrong allocate_kv_pages beside a scheduler that counts pages right: PAGE-1 is violated
+    everywhere the report shows it, not held in the tables under an allocator that violates it."""
+    solution = tmp_path / "wrong_allocator.py"
+    source = (EXAMPLES / "correct.py").read_text()
+    solution.write_text(
+        source + "\n\n_right = allocate_kv_pages\n\n"
+        "def allocate_kv_pages(tokens, page_size=16):\n"
+        "    return dict(_right(tokens, page_size), pages=0) if tokens == 17 else "
+        "_right(tokens, page_size)\n"
+    )
+    report = check_target(load_target(str(solution)), FAST)
+    assert report.allocator is not None and report.allocator.finding is not None
+    assert report.exit_code == 1
+    for verdict in report.verdicts:
+        assert verdict.finding is None  # the runs themselves are fine ...
+        assert not verdict.ok  # ... but the verdict is not
+        row = next(r for r in verdict.invariants if r.invariant == "PAGE-1")
+        assert row.status == "violated" and "allocate_kv_pages called directly" in row.how
+    document = json.loads(render_json(report))
+    assert document["ok"] is False and document["allocator"]["ok"] is False
+    assert all(v["ok"] is False for v in document["verdicts"])
+    junit = ElementTree.fromstring(render_junit_xml(report))
+    failed = {
+        c.get("name", "").split()[0]
+        for c in junit.iter("testcase")
+        if c.find("failure") is not None
+    }
+    assert failed == {"PAGE-1"}
 
 
 def test_a_hanging_allocator_gets_a_verdict() -> None:

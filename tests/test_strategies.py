@@ -14,8 +14,15 @@ from collections.abc import Callable
 
 import pytest
 from hypothesis import Phase, find, given, settings
+from hypothesis import strategies as st
 
-from kvsched.checks.search.strategies import limits, workloads
+from kvsched.checks.search.strategies import (
+    SEARCH_SIZES,
+    limits,
+    request_id,
+    search_workloads,
+    workloads,
+)
 from kvsched.reference import POLICIES, run
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Limits, Request, Workload, parse_workload, peak_pages
@@ -47,9 +54,15 @@ def test_limits_are_valid(drawn: Limits) -> None:
     assert min(drawn.batch_limit, drawn.page_size, drawn.pool_pages) >= 1
 
 
-def test_max_requests_beyond_the_ids_is_refused() -> None:
+def test_no_requests_is_refused() -> None:
     with pytest.raises(ValueError, match="max_requests"):
-        find(workloads(max_requests=27), lambda _: True)
+        find(workloads(max_requests=0), lambda _: True)
+
+
+def test_request_ids_go_on_past_z() -> None:
+    ids = [request_id(i) for i in range(800)]
+    assert ids[:3] == ["a", "b", "c"] and ids[25:28] == ["z", "aa", "ab"] and ids[702] == "aaa"
+    assert len(set(ids)) == len(ids)
 
 
 def test_shrinks_to_the_simplest_workload() -> None:
@@ -106,11 +119,11 @@ CORNERS: dict[str, Callable[[Workload], bool]] = {
 }
 
 
-def _sample(count: int) -> list[Workload]:
+def _sample(count: int, strategy: st.SearchStrategy[Workload] | None = None) -> list[Workload]:
     drawn: list[Workload] = []
 
     @settings(max_examples=count, derandomize=True, database=None, phases=[Phase.generate])
-    @given(workloads())
+    @given(workloads() if strategy is None else strategy)
     def collect(workload: Workload) -> None:
         drawn.append(workload)
 
@@ -118,12 +131,35 @@ def _sample(count: int) -> list[Workload]:
     return drawn
 
 
-def test_every_corner_is_reached_often() -> None:
-    sample = _sample(SAMPLE)
+@pytest.mark.parametrize("search", [False, True], ids=["small", "ci search"])
+def test_every_corner_is_reached_often(search: bool) -> None:
+    sample = _sample(SAMPLE, search_workloads("ci") if search else None)
     assert len(sample) == SAMPLE
     reached = {name: sum(1 for w in sample if corner(w)) for name, corner in CORNERS.items()}
     rare = {name: count for name, count in reached.items() if count < AT_LEAST}
     assert not rare, f"corners reached in fewer than {AT_LEAST} of {SAMPLE} examples: {rare}"
+
+
+def test_the_ci_search_reaches_realistic_sizes() -> None:
+    sample = _sample(SAMPLE, search_workloads("ci"))
+    assert SEARCH_SIZES["ci"]["max_batch_limit"] >= 32 and SEARCH_SIZES["ci"]["max_output"] >= 64
+    # The ranges reach the sizes above; a 200-example sample comes close to each bound.
+    assert max(w.limits.batch_limit for w in sample) >= 24
+    assert max(len(w.requests) for w in sample) >= 48
+    assert max(w.limits.page_size for w in sample) >= 24
+    assert max(r.output_tokens for w in sample for r in w.requests) >= 48
+    # swarm testing: crowds (5+ active at once) and long queues (6+ waiting) both come up
+    runs = [_events(w) for w in sample]
+    crowds = sum(1 for events in runs if max(len(e.active) for e in events) >= 5)
+    queues = sum(1 for events in runs if max(len(e.waiting) for e in events) > 5)
+    assert min(crowds, queues) >= AT_LEAST, (crowds, queues)
+
+
+def test_larger_profiles_search_larger_workloads() -> None:
+    ci, dev, thorough = (SEARCH_SIZES[p] for p in ("ci", "dev", "thorough"))
+    for key in ci:
+        assert ci[key] <= dev[key] <= thorough[key], key
+    assert ci != thorough
 
 
 def test_corners_combine() -> None:

@@ -15,7 +15,8 @@ from kvsched.checks.eventlog.lines import LOG_FORMAT, EventLogError
 from kvsched.checks.eventlog.source import strict_json
 from kvsched.checks.eventlog.version2 import PageMode
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.workload import Workload, WorkloadError, json_kind, parse_workload
+from kvsched.spec.strict_json import json_kind
+from kvsched.spec.workload import Workload, WorkloadError, parse_workload
 
 VERSIONS = (1, 2)
 PAGE_MODES: tuple[PageMode, ...] = ("ids", "counts")

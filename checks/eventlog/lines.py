@@ -13,7 +13,7 @@ from typing import Any
 
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.workload import json_kind
+from kvsched.spec.strict_json import json_kind
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1

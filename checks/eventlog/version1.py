@@ -16,7 +16,7 @@ from kvsched.checks.eventlog.lines import EventLogError, parse_event, parse_faul
 from kvsched.checks.eventlog.source import decode_line, strict_json
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.workload import json_kind
+from kvsched.spec.strict_json import json_kind
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0)]

@@ -1,15 +1,23 @@
 """Checking a learner's ``allocate_kv_pages`` directly against spec/semantics.md, section 2.
 
-The function is small enough to check exactly: a table of cases that covers the lesson's corners
-(0 tokens, a page filled exactly, a page filled partway, page size 1, the default page size) and
-the inputs it must refuse (a negative count, a zero page size, a float, a string, a bool). The
-first wrong answer becomes a PAGE-1 finding, since PAGE-1 ("pages are minimal, wasted < page
-size") is the invariant this function computes; the message shows the call, what came back and
-what section 2 expects.
+The exercise states its domain as a precondition: ``tokens`` an int >= 0, ``page_size`` a
+positive int. Within it every value must be exact, so the check calls the function on the
+lesson's corners (0 tokens, a page filled exactly or partway, page size 1, the default page size)
+and on integers far beyond any float's precision (2**53 +/- 1, 2**63, 10**30 and a seeded sample
+of every magnitude up to 2**128), against the exact integer reference. The first wrong answer is
+a PAGE-1 finding, since PAGE-1 ("pages are minimal, wasted < page size") is what the function
+computes.
+
+Outside the domain the caller is at fault, not the function: the lesson's own solution does no
+validation. What a solution does with a negative count, a float or a bool is therefore advice
+(the Pythonic way: TypeError for a wrong type, ValueError for a value out of range), never a
+finding, unless ``strict_inputs`` asks for validation to be graded. A call that hangs is PROTO-1
+either way: the check cannot go on.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -19,13 +27,32 @@ from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.reference.pages import allocate_kv_pages as reference_allocate
 
 # (tokens, page_size); None means "use the default page size of 16".
-VALUE_CASES: tuple[tuple[int, int | None], ...] = (
+CORNER_CASES: tuple[tuple[int, int | None], ...] = (
     (0, None), (1, None), (15, None), (16, None), (17, None), (32, None), (33, None),
     (0, 1), (1, 1), (7, 1), (0, 4), (4, 4), (5, 4), (8, 4), (9, 3), (100, 7), (4096, 16),
     (1, 1000), (999, 1000), (1000, 1000), (1001, 1000),
 )  # fmt: skip
 
-# (tokens, page_size, the exception section 2 asks for)
+# Where float division loses the last unit: ceil(tokens / page_size) is wrong on each of these.
+LARGE_CASES: tuple[tuple[int, int | None], ...] = (
+    (2**53 - 1, 1), (2**53, 1), (2**53 + 1, 1), (2**53 + 1, 2), (2**53 + 17, None),
+    (2**63, None), (2**63 + 1, None), (2**64 - 1, 3), (10**30, None), (10**30 + 1, 7),
+    (10**30, 10**15 + 1),
+)  # fmt: skip
+
+
+def sampled_cases(count: int = 40, seed: int = 20261130) -> tuple[tuple[int, int], ...]:
+    """Seeded tokens and page sizes of every magnitude up to 2**128: the same on every run."""
+    rng = random.Random(seed)
+    return tuple(
+        (rng.getrandbits(rng.randint(1, 128)), rng.getrandbits(rng.randint(1, 64)) or 1)
+        for _ in range(count)
+    )
+
+
+VALUE_CASES = CORNER_CASES + LARGE_CASES + sampled_cases()
+
+# (tokens, page_size, the exception the Pythonic way raises): outside the exercise's domain.
 BAD_INPUTS: tuple[tuple[Any, Any, type[Exception]], ...] = (
     (-1, 16, ValueError),
     (5, 0, ValueError),
@@ -42,8 +69,10 @@ BAD_INPUTS: tuple[tuple[Any, Any, type[Exception]], ...] = (
 RESULT_KEYS = ("pages", "capacity", "wastedSlots")
 
 
-def check_allocator(allocate: Callable[..., Any], deadline: Deadline) -> AllocatorVerdict:
-    """Call ``allocate`` on every case and report the first answer section 2 does not allow."""
+def check_allocator(
+    allocate: Callable[..., Any], deadline: Deadline, strict_inputs: bool = False
+) -> AllocatorVerdict:
+    """Every value case exactly; bad inputs as advice, or as findings if ``strict_inputs``."""
     calls = 0
     for tokens, page_size in VALUE_CASES:
         calls += 1
@@ -59,7 +88,8 @@ def check_allocator(allocate: Callable[..., Any], deadline: Deadline) -> Allocat
                 calls,
                 _finding(
                     "PAGE-1",
-                    f"{call} raised {type(error).__name__}: {error}; it should return {expected}.",
+                    f"{call} raised {type(error).__name__}: {error}; it should return {expected} "
+                    "(tokens >= 0 and page_size >= 1 are within the exercise's inputs).",
                 ),
             )
         problem = _wrong_answer(answer, expected, tokens, page_size or 16)
@@ -67,27 +97,29 @@ def check_allocator(allocate: Callable[..., Any], deadline: Deadline) -> Allocat
             return AllocatorVerdict(
                 calls, _finding("PAGE-1", f"{call} returned {answer!r}: {problem}")
             )
+    advice: list[str] = []
     for tokens, page_size, exception in BAD_INPUTS:
         calls += 1
         call = _call_text((tokens, page_size))
         try:
             answer = deadline.call(call, allocate, tokens, page_size)
         except CallTimeout as timeout:
-            return AllocatorVerdict(calls, _finding("PROTO-1", str(timeout)))
+            return AllocatorVerdict(calls, _finding("PROTO-1", str(timeout)), tuple(advice))
         except exception:
             continue
         except Exception as error:
-            message = (
-                f"{call} raised {type(error).__name__}; section 2 asks for {exception.__name__} "
-                f"({_why(tokens, page_size)})."
-            )
-            return AllocatorVerdict(calls, _finding("PAGE-1", message))
-        message = (
-            f"{call} returned {answer!r}; it should raise {exception.__name__} "
+            outcome = f"raised {type(error).__name__}"
+        else:
+            outcome = f"returned {answer!r}"
+        words = (
+            f"{call} {outcome}; the Pythonic way is to raise {exception.__name__} "
             f"({_why(tokens, page_size)})."
         )
-        return AllocatorVerdict(calls, _finding("PAGE-1", message))
-    return AllocatorVerdict(calls, None)
+        if strict_inputs:
+            graded = f"{words} Graded because of --strict-inputs."
+            return AllocatorVerdict(calls, _finding("PAGE-1", graded), tuple(advice))
+        advice.append(words)
+    return AllocatorVerdict(calls, None, tuple(advice))
 
 
 def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size: int) -> str:
@@ -109,7 +141,13 @@ def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size:
             f"{answer['pages']} page{'s' if answer['pages'] != 1 else ''} leave at least one "
             "page with no token in it"
         )
-        return f"{reason}; pages = ceil(tokens / page_size) = {expected['pages']}."
+        hint = (
+            " Float division rounds integers above 2**53; (tokens + page_size - 1) // page_size "
+            "stays exact."
+            if tokens > 2**53
+            else ""
+        )
+        return f"{reason}; pages = ceil(tokens / page_size) = {expected['pages']}.{hint}"
     for key in ("capacity", "wastedSlots"):
         if answer[key] != expected[key]:
             rule = "pages * page_size" if key == "capacity" else "capacity - tokens"

@@ -34,8 +34,16 @@ from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
 from kvsched.checks.verdict.files import make_folder, write_file
-from kvsched.checks.verdict.report import Evidence, FailingWorkload, Report, Verdict, build_verdict
+from kvsched.checks.verdict.report import (
+    Evidence,
+    FailingWorkload,
+    Report,
+    Verdict,
+    build_verdict,
+    with_allocator,
+)
 from kvsched.reference.engine import run
+from kvsched.reference.families import CHECK_SOURCE, check_workloads
 from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
@@ -62,6 +70,10 @@ class CheckOptions:
     max_examples: int | None = None
     hypothesis: bool = True
     teaching_trace: bool = True
+    families: bool = True
+    """Replay the seeded realistic families (``reference.families.CHECK_FAMILIES``)."""
+    strict_inputs: bool = False
+    """Grade what ``allocate_kv_pages`` does outside the exercise's inputs (else advice)."""
     timeout: float = 10.0
     """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
     proof_requests: int = 5
@@ -104,16 +116,15 @@ def check_target(
         solution = target.solution
         allocator = None
         if solution.allocate_kv_pages is not None:
-            allocator = check_allocator(solution.allocate_kv_pages, deadline)
+            allocator = check_allocator(solution.allocate_kv_pages, deadline, options.strict_inputs)
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
                 factory = learner_factory(solution.schedule_iteration, policy)
-                verdicts.append(
-                    check_scheduler(
-                        target.spec, "learner", factory, policy, None, options, deadline
-                    )
+                verdict = check_scheduler(
+                    target.spec, "learner", factory, policy, None, options, deadline
                 )
+                verdicts.append(with_allocator(verdict, allocator))
         notes = (
             ()
             if solution.schedule_iteration
@@ -143,15 +154,20 @@ def check_scheduler(
         fixed.append((options.workload, "the given workload"))
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
+    if options.families and kind == "scheduler":
+        # A learner's dict-based state costs seconds per thousand requests; classes run these.
+        fixed.extend((w, CHECK_SOURCE) for w in check_workloads())
     names: list[str] = []
+    runs = 0
     for workload, source in fixed:
-        names.append(source)
+        runs += 1
+        names += [source] if source not in names else []
         finding = trial.monitored(workload)
         if finding is not None:
-            evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
+            evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
             failing, finding = trial.minimise(workload, finding, source)
             return build_verdict(label, kind, policy, evidence, finding, failing)
-    evidence = Evidence(monitor_runs=len(names), fixed_workloads=tuple(names))
+    evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
     if not options.hypothesis:
         return build_verdict(label, kind, policy, evidence, None)
     result = trial.search()
@@ -184,9 +200,9 @@ class _Trial:
         return monitor_run(run(workload, self.factory, policy=self.policy), self.properties)
 
     def search(self, invariant: str | None = None) -> SearchResult:
-        from kvsched.checks.search.explore import (
-            search,  # Hypothesis is imported only when it is used
-        )
+        # Hypothesis is imported only when it is used.
+        from kvsched.checks.search.explore import search
+        from kvsched.checks.search.strategies import workloads
 
         self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
         options = self.options
@@ -197,16 +213,18 @@ class _Trial:
             options.max_examples,
             properties=self.properties,
             invariant=invariant,
+            # Looking for a smaller witness of a known violation: small workloads only.
+            strategy=None if invariant is None else workloads(),
         )
 
     def minimise(
         self, workload: Workload, finding: Finding, source: str
     ) -> tuple[FailingWorkload, Finding]:
         """The smallest workload breaking ``finding.invariant``: shrunk, or found by Hypothesis."""
-        if self.deadline.expired or workload is self.options.workload:
-            # A given workload is replayed as it is; after a hang, each shrinking step could
-            # hang again, so the hang is shown where it happened.
-            saved = self.options.workload_file if workload is self.options.workload else ""
+        given = workload is self.options.workload
+        saved = self.options.workload_file if given else ""
+        if self.deadline.expired:
+            # After a hang, each shrinking step could hang again: shown where it happened.
             return FailingWorkload(workload, source, saved_to=saved), finding
         invariant = finding.invariant
 
@@ -215,6 +233,8 @@ class _Trial:
             return found is not None and found.invariant == invariant
 
         smallest = shrink_workload(workload, still_fails)
+        if smallest == workload and given:
+            return FailingWorkload(workload, source, saved_to=saved), finding
         found_by = f"{source}, shrunk" if smallest != workload else source
         blob = ""
         if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:

@@ -2,11 +2,11 @@
 
 ``kvsched mutants`` runs :data:`ZOO` through the same code path as ``kvsched check`` and prints
 the mutation score: mutants caught *with the right invariant id* over all mutants. Scheduler
-mutants live in :mod:`.paging`, :mod:`.batching` and :mod:`.hostile`; learner mutants are the
-``buggy_*.py`` solutions of ``learner/`` (shipped as package data and written to a working
-directory, so that they are checked as the files a learner would pass); and the engine bugs a
-scheduler cannot commit (admitting a request before it arrives, a token from half a prompt) are
-event logs of broken engines, written by :mod:`.logs`.
+mutants live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile` and :mod:`.sized` (bugs only
+a crowd shows); learner mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
+package data and written to a working directory, so that they are checked as the files a learner
+would pass); and the engine bugs a scheduler cannot commit (admitting a request before it
+arrives, a token from half a prompt) are event logs of broken engines, written by :mod:`.logs`.
 """
 
 from __future__ import annotations
@@ -102,4 +102,11 @@ ZOO: tuple[Mutant, ...] = (
            write=learner_file("buggy_leak.py")),
     Mutant("learner: static", "static admits into any free slot", "BATCH-2",
            write=learner_file("buggy_static.py"), policy="static"),
+    # Size-dependent: nothing the teaching trace or a handful of requests reaches.
+    Mutant("leak in a crowd", "pages leak only once 5 or more requests are active", "PAGE-3",
+           _class("sized", "LeakInACrowd")),
+    Mutant("hang on a long queue", "schedule() loops forever once more than 5 requests wait",
+           "PROTO-1", _class("sized", "HangsOnALongQueue"), timeout=1.0),
+    Mutant("learner: float ceil", "math.ceil(tokens / page_size), wrong above 2**53", "PAGE-1",
+           write=learner_file("buggy_float_ceil.py")),
 )  # fmt: skip

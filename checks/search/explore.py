@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from hypothesis import Phase, Verbosity, given, reproduce_failure, settings
+from hypothesis import Phase, Verbosity, given, reproduce_failure, settings, target
 from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
@@ -37,13 +37,13 @@ from kvsched.checks.search.counterexample import (
     parse_reproduce,
     reproduce_line,
 )
-from kvsched.checks.search.profiles import profile_settings
+from kvsched.checks.search.profiles import profile_settings, use_kvsched_cache
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
-from kvsched.checks.search.strategies import workloads
-from kvsched.reference.engine import run
+from kvsched.checks.search.strategies import search_workloads
+from kvsched.reference.engine import Run, run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
-from kvsched.spec.vocabulary import DEFAULT_PROFILE
+from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile, is_profile
 from kvsched.spec.workload import Workload
 
 if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
@@ -122,16 +122,19 @@ def search(
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
     """
     config = _settings(profile, max_examples)
+    use_kvsched_cache()
     examples = 0
     locked = invariant
 
     @config
-    @given(strategy if strategy is not None else workloads())
+    @given(strategy if strategy is not None else search_workloads(_profile(profile)))
     def judge(workload: Workload) -> None:
         nonlocal examples, locked
         examples += 1
-        finding = monitor_run(run(workload, factory, policy=policy), properties)
+        result = run(workload, factory, policy=policy)
+        finding = monitor_run(result, properties)
         if finding is None:
+            _aim_at_pressure(result)
             return
         if locked is None:
             locked = finding.invariant
@@ -193,6 +196,7 @@ def run_stateful(
     """
     machine = state_machine(factory, policy, properties=properties, compare=compare)
     config = _settings(profile, max_examples)
+    use_kvsched_cache()
     try:
         run_state_machine_as_test(machine, settings=config)
     except (StatefulFailure, BaseExceptionGroup) as error:
@@ -205,6 +209,24 @@ def run_stateful(
         )
         return StatefulResult(policy, profile, machine.runs, found)
     return StatefulResult(policy, profile, machine.runs, None)
+
+
+def _aim_at_pressure(result: Run) -> None:
+    """Steer Hypothesis towards crowded runs, where size-dependent bugs live."""
+    events = result.events
+    if not events:
+        return
+    pool = result.workload.limits.pool_pages
+    target(max(len(e.active) for e in events), label="active requests")
+    target(max(len(e.waiting) for e in events), label="waiting requests")
+    target(max(e.pages_in_use for e in events) / pool, label="share of the pool in use")
+    target(sum(len(e.preempted) for e in events), label="preemptions")
+
+
+def _profile(name: str) -> Profile:
+    if not is_profile(name):
+        raise ValueError(f"unknown Hypothesis profile {name!r} (known: {', '.join(PROFILE_NAMES)})")
+    return name
 
 
 def _settings(profile: str, max_examples: int | None) -> settings:

@@ -16,11 +16,22 @@ variable, or the ``profile`` argument of the searches in :mod:`.explore`.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile
 
-__all__ = ["DEFAULT_PROFILE", "PROFILE_SETTINGS", "profile_settings", "register_profiles"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILE_SETTINGS",
+    "hypothesis_home",
+    "profile_settings",
+    "register_profiles",
+    "use_kvsched_cache",
+]
 
 
 # Built on Hypothesis's own "default" profile, not on whatever profile is loaded at import time,
@@ -64,3 +75,27 @@ def register_profiles() -> None:
     """
     for name, profile in PROFILE_SETTINGS.items():
         settings.register_profile(name, profile)
+
+
+def hypothesis_home() -> Path | None:
+    """Where Hypothesis keeps its files (example database, caches) when kvsched runs it.
+
+    Hypothesis's default is ``.hypothesis/`` in the current directory, which would litter every
+    folder a user runs ``kvsched check`` from. kvsched uses its cache folder instead:
+    ``$KVSCHED_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvsched``, else ``~/.cache/kvsched``, with
+    ``hypothesis/`` inside. ``HYPOTHESIS_STORAGE_DIRECTORY``, Hypothesis's own setting, wins:
+    then this returns None and Hypothesis's choice stands.
+    """
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return None
+    cache = os.environ.get("KVSCHED_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kvsched"
+    )
+    return Path(cache) / "hypothesis"
+
+
+def use_kvsched_cache() -> None:
+    """Point Hypothesis at :func:`hypothesis_home`, unless the user configured it."""
+    home = hypothesis_home()
+    if home is not None:
+        set_hypothesis_home_dir(home)

@@ -19,9 +19,15 @@ A pool too small for even one request is an invalid workload (section 1, rejecte
 ``parse_workload``), not a scheduling corner, so the tightest pool drawn is the largest request's
 peak. Every workload drawn is one ``parse_workload`` accepts.
 
-Sizes stay small (at most 6 requests of at most 6 output tokens by default) so that one example,
-run through the engine and judged by the monitor, takes milliseconds and shrinks to something a
-learner can read.
+By default sizes stay small (at most 6 requests of at most 6 output tokens), so that one example
+takes milliseconds and shrinks to something a learner can read. Bugs that need a crowd (a leak
+only once 5 requests are active, a hang only once more than 5 wait) need larger workloads:
+:func:`search_workloads` draws workloads sized by the Hypothesis profile
+(:data:`SEARCH_SIZES`: in ``ci``, up to 64 requests, batch limits up to 32, pages up to 32 tokens
+and outputs up to 64), drawn with swarm testing: each example first switches features on or off
+(:data:`FEATURES`: bursts, a tight pool, long prompts, many requests, long outputs), so that some
+examples pile every kind of pressure together. Every feature shrinks to off, and the size to the
+small corners.
 """
 
 from __future__ import annotations
@@ -30,23 +36,73 @@ from itertools import accumulate
 
 from hypothesis import strategies as st
 
+from kvsched.spec.vocabulary import Profile
 from kvsched.spec.workload import Limits, Request, Workload, peak_pages
 
 REQUEST_IDS = "abcdefghijklmnopqrstuvwxyz"
-"""Request ids in declared order, as the lesson names its requests."""
+"""Request ids in declared order, as the lesson names its requests; then ``aa``, ``ab``, ..."""
+
+FEATURES = ("bursts", "tight_pool", "long_prompts", "many_requests", "long_outputs")
+"""What swarm testing switches on or off per example (:func:`workloads` with ``swarm``)."""
+
+SEARCH_SIZES: dict[Profile, dict[str, int]] = {
+    "ci": {
+        "max_requests": 64,
+        "max_batch_limit": 32,
+        "max_page_size": 32,
+        "max_output": 64,
+        "max_iterations": 300,
+    },
+    "dev": {
+        "max_requests": 128,
+        "max_batch_limit": 64,
+        "max_page_size": 32,
+        "max_output": 128,
+        "max_iterations": 1000,
+    },
+    "thorough": {
+        "max_requests": 256,
+        "max_batch_limit": 128,
+        "max_page_size": 64,
+        "max_output": 256,
+        "max_iterations": 3000,
+    },
+}
+"""Largest workload :func:`search_workloads` draws under each profile."""
+
+
+def request_id(position: int) -> str:
+    """The id of the request at ``position`` in declared order: a..z, then aa..zz, ..."""
+    letters = ""
+    position += 1
+    while position:
+        position, digit = divmod(position - 1, len(REQUEST_IDS))
+        letters = REQUEST_IDS[digit] + letters
+    return letters
+
 
 MAX_PAGE_SIZE = 6
 MAX_BATCH_LIMIT = 4
 
 
 def page_sizes(max_page_size: int = MAX_PAGE_SIZE) -> st.SearchStrategy[int]:
-    """Token slots per page; 1 (every token its own page) is the shrink target."""
-    return st.integers(1, max_page_size)
+    """Token slots per page; 1 (every token its own page) is the shrink target.
+
+    Above the small default range, small sizes stay as likely as large ones, so the corners
+    (page size 1) are still reached when the range grows.
+    """
+    return _small_or_any(1, MAX_PAGE_SIZE, max_page_size)
 
 
 def batch_limits(max_batch_limit: int = MAX_BATCH_LIMIT) -> st.SearchStrategy[int]:
     """Decode slots; 1 (one request at a time) is the shrink target."""
-    return st.integers(1, max_batch_limit)
+    return _small_or_any(1, MAX_BATCH_LIMIT, max_batch_limit)
+
+
+def _small_or_any(low: int, small: int, high: int) -> st.SearchStrategy[int]:
+    if high <= small:
+        return st.integers(low, high)
+    return st.one_of(st.integers(low, small), st.integers(low, high))
 
 
 def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
@@ -82,6 +138,29 @@ def limits(max_pool_pages: int = 12) -> st.SearchStrategy[Limits]:
     )
 
 
+def _within(
+    shapes: list[tuple[int, int, int]], batch_limit: int, max_iterations: int
+) -> list[tuple[int, int, int]]:
+    """The first shapes whose serial length, last arrival plus decode work, fits the budget."""
+    clock = tokens = 0
+    for count, (gap, _, output) in enumerate(shapes):
+        clock += gap
+        tokens += output
+        if count and clock + -(-tokens // batch_limit) > max_iterations:
+            return shapes[:count]
+    return shapes
+
+
+def search_workloads(profile: Profile) -> st.SearchStrategy[Workload]:
+    """The workloads a search draws under ``profile``: the corners, and swarm-tested crowds.
+
+    One strategy, not a choice between a small and a large one: Hypothesis's targeting (the
+    search aims at crowded runs) climbs from the examples it has, and would stay on the small
+    side of such a choice.
+    """
+    return workloads(**SEARCH_SIZES[profile], swarm=True)
+
+
 @st.composite
 def workloads(
     draw: st.DrawFn,
@@ -90,27 +169,34 @@ def workloads(
     max_gap: int = 10,
     max_page_size: int = MAX_PAGE_SIZE,
     max_batch_limit: int = MAX_BATCH_LIMIT,
+    swarm: bool = False,
+    max_iterations: int | None = None,
 ) -> Workload:
     """Valid workloads that reach the corners listed in the module docstring.
 
-    Shrinks towards one request arriving at 0 with an empty prompt and one output token, in
+    With ``swarm``, each example first draws which :data:`FEATURES` it turns on. Shrinks towards
+    every feature off and one request arriving at 0 with an empty prompt and one output token, in
     pages of one token, one decode slot, and a pool exactly as large as the largest request.
+    ``max_iterations`` keeps the last arrivals only while a run stays about that short: a
+    crowd in one decode slot would otherwise cost thousands of iterations per example.
     """
-    if not 1 <= max_requests <= len(REQUEST_IDS):
-        raise ValueError(f"max_requests must be within 1..{len(REQUEST_IDS)}, got {max_requests}")
+    if max_requests < 1:
+        raise ValueError(f"max_requests must be at least 1, got {max_requests}")
+    on = {f for f in FEATURES if draw(st.booleans())} if swarm else set()
     page_size = draw(page_sizes(max_page_size))
     batch_limit = draw(batch_limits(max_batch_limit))
+    gaps = st.one_of(st.just(0), st.integers(0, 1)) if "bursts" in on else arrival_gaps(max_gap)
+    prompt_pages = 16 if "long_prompts" in on else 3
+    outputs = output_tokens(max_output if "long_outputs" in on else min(max_output, 6))
     shapes = draw(
         st.lists(
-            st.tuples(
-                arrival_gaps(max_gap),
-                prompt_tokens(page_size, 3 * page_size),
-                output_tokens(max_output),
-            ),
-            min_size=1,
+            st.tuples(gaps, prompt_tokens(page_size, prompt_pages * page_size), outputs),
+            min_size=max(1, max_requests // 2) if "many_requests" in on else 1,
             max_size=max_requests,
         )
     )
+    if max_iterations is not None:
+        shapes = _within(shapes, batch_limit, max_iterations)
     arrivals: list[int] = []
     clock = 0
     for gap, _, _ in shapes:
@@ -120,7 +206,7 @@ def workloads(
     # 3.1 ("by arrival, ties in declared order") is exercised, not implied by construction.
     declared = draw(st.permutations(range(len(shapes))))
     requests = tuple(
-        Request(REQUEST_IDS[position], arrivals[index], shapes[index][1], shapes[index][2])
+        Request(request_id(position), arrivals[index], shapes[index][1], shapes[index][2])
         for position, index in enumerate(declared)
     )
     peaks = [peak_pages(r, page_size) for r in requests]
@@ -129,14 +215,14 @@ def workloads(
     first_k = list(accumulate(-(-(prompt + output) // page_size) for _, prompt, output in shapes))
     # The tightest valid pool is the largest request's peak (section 1); a pool of exactly what the
     # first arrivals commit is filled to the last page; above the sum of all peaks it never binds.
-    pool_pages = draw(
-        st.one_of(
-            st.just(largest),
-            st.sampled_from(first_k).map(lambda pages: max(pages, largest)),
-            st.integers(largest, total),
-            st.integers(total, total + 3),
-        )
+    tight = [
+        st.just(largest),
+        st.sampled_from(first_k).map(lambda pages: max(pages, largest)),
+    ]
+    roomy = (
+        [] if "tight_pool" in on else [st.integers(largest, total), st.integers(total, total + 3)]
     )
+    pool_pages = draw(st.one_of(*tight, *roomy))
     return Workload(
         name="hypothesis",
         limits=Limits(batch_limit=batch_limit, page_size=page_size, pool_pages=pool_pages),

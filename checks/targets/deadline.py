@@ -66,7 +66,7 @@ class Deadline:
     def after_expiry(self) -> float:
         # Once a target has hung, every shrinking step that hangs again would cost the full
         # deadline; the small workloads shrinking tries answer in milliseconds when they answer.
-        return min(self.seconds, max(0.2, self.seconds / 10))
+        return min(self.seconds, 0.25)
 
     def call(self, label: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)``, or :class:`CallTimeout` once the deadline passes."""

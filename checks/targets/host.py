@@ -10,6 +10,7 @@ be sent. Nothing this process says decides a verdict: kvsched checks every answe
 
 from __future__ import annotations
 
+import importlib
 import os
 import resource
 import sys
@@ -20,6 +21,7 @@ import msgspec
 
 from kvsched.checks.targets import wire
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
+from kvsched.reference.tracebacks import user_frames
 from kvsched.spec.properties import properties_to_json
 from kvsched.spec.workload import Limits
 
@@ -29,6 +31,10 @@ _PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
 def main(argv: list[str]) -> None:
     fd_in, fd_out, memory_mb, cpu_seconds = (int(a) for a in argv)
     _confine(memory_mb, cpu_seconds)
+    # Targets build on the reference (subclasses, the pool, the protocol's types): loading it
+    # before the ready signal keeps kvsched's own import time out of the target's deadline, so a
+    # busy machine cannot turn a correct target's import into a timeout.
+    importlib.import_module("kvsched.reference")
     served = _Served()
     wire.write_frame(fd_out, wire.encode(["ok", None]))  # ready: the target's time starts now
     while True:
@@ -121,7 +127,8 @@ def _reply(call: Callable[[], Any], answer: Any) -> bytes:
     except SystemExit as exit_:
         return wire.encode(["exited", wire.cut(f"sys.exit({_text(exit_.code)})")])
     except BaseException as error:
-        raised = wire.Raised(_name(error), _builtin(error), wire.cut(_text(error)))
+        frames = wire.cut(_frames(error))
+        raised = wire.Raised(_name(error), _builtin(error), wire.cut(_text(error)), frames)
         return wire.encode(["raised", raised])
     if answer is None or answer is type(None):
         value = None  # the protocol ignores what add_request returns
@@ -133,6 +140,13 @@ def _reply(call: Callable[[], Any], answer: Any) -> bytes:
         return wire.encode(
             ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]
         )
+
+
+def _frames(error: BaseException) -> str:
+    try:
+        return user_frames(error)
+    except BaseException:  # a traceback whose source cannot be read is shown without frames
+        return ""
 
 
 def _text(value: Any) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
-from kvsched.spec.workload import Limits, Request
+from kvsched.spec.workload import Limits, Request, pages_for
 
 STATE_KEYS = ("waiting", "running", "finished", "free_pages")
 
@@ -27,6 +27,8 @@ AllocateKvPages = Callable[..., Any]
 
 class LearnerStateError(Exception):
     """The state a learner's ``schedule_iteration`` returned cannot be read (PROTO-1)."""
+
+    call = "schedule_iteration"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,12 @@ def initial_state(limits: Limits) -> dict[str, Any]:
     }
 
 
+class LearnerRaised(Exception):
+    """The learner's ``schedule_iteration`` raised; the verdict names it, not ``schedule()``."""
+
+    call = "schedule_iteration"
+
+
 class LearnerScheduler:
     """Drives a learner's ``schedule_iteration`` through the scheduler protocol."""
 
@@ -95,15 +103,19 @@ class LearnerScheduler:
 
     def schedule(self) -> ScheduledBatch:
         before = self._state
-        given = copy.deepcopy(before)
+        given = _copy_state(before)
         given["iteration"] = before["iteration"] + 1
         limits = {
             "batch_limit": self._limits.batch_limit,
             "page_size": self._limits.page_size,
             "pool_pages": self._limits.pool_pages,
         }
-        after = _readable_state(self._schedule_iteration(given, limits, self.policy))
-        after = copy.deepcopy(after)  # the learner may keep and change what it returned
+        try:
+            returned = self._schedule_iteration(given, limits, self.policy)
+        except Exception as error:
+            raise LearnerRaised(_likely_cause(given, self._limits)) from error
+        after = _readable_state(returned)
+        after = _copy_state(after)  # the learner may keep and change what it returned
         after["iteration"] = given["iteration"]
         batch, outcome = _decision(before, after)
         self._pending = (after, outcome)
@@ -214,6 +226,66 @@ def _check_record(record: Any, where: str) -> None:
         raise LearnerStateError(
             f"{label}: 'pages' must be a list of page ids (ints), got {pages!r}"
         )
+
+
+def _likely_cause(state: Any, limits: Limits) -> str:
+    """A cause the crash followed from, read off the state the learner changed before raising.
+
+    Admitting requests whose peak pages together exceed the pool (section 3.2) empties the free
+    list later, where the crash shows; naming the admission points at the line to fix.
+    """
+    try:
+        running = [r for r in state["running"] if isinstance(r, dict)]
+        peaks = sum(
+            pages_for(r["prompt_tokens"] + r["output_tokens"], limits.page_size) for r in running
+        )
+    except (KeyError, TypeError):
+        return ""
+    if peaks <= limits.pool_pages:
+        return ""
+    ids = ", ".join(str(r.get("id")) for r in running)
+    return (
+        f"likely cause: the running requests ({ids}) need {peaks} pages at their peaks, more "
+        f"than the pool's {limits.pool_pages}; admission must count each request's peak pages "
+        "(spec/learner.md, PAGE-5)"
+    )
+
+
+def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy, fast for the state's usual shape (lists of flat request dicts).
+
+    ``copy.deepcopy`` of a state with a thousand finished requests dominated a run at realistic
+    sizes; ints, strings and lists of page ids are copied directly, anything else deeply.
+    """
+    return {key: _copy_value(value) for key, value in state.items()}
+
+
+def _copy_value(value: Any) -> Any:
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is list:
+        if all(type(item) is int for item in value):
+            return value.copy()
+        return [_copy_record(item) if type(item) is dict else _copy_value(item) for item in value]
+    if kind is dict:
+        return {key: _copy_value(item) for key, item in value.items()}
+    return copy.deepcopy(value)
+
+
+def _copy_record(record: dict[Any, Any]) -> dict[Any, Any]:
+    """A request dict: flat values and a list of page ids, copied without recursion."""
+    copied = record.copy()
+    for key, item in copied.items():
+        kind = type(item)
+        if kind is list and all(type(page) is int for page in item):
+            copied[key] = item.copy()
+        elif kind not in _ATOMIC:
+            copied[key] = _copy_value(item)
+    return copied
+
+
+_ATOMIC = (int, str, bool, float, type(None))
 
 
 def _is_int(value: Any) -> bool:

@@ -38,6 +38,9 @@ T = TypeVar("T")
 class TargetRaised(Exception):
     """An exception the target raised in a call; its class name and text are the target's."""
 
+    remote_frames = ""
+    """The target's own frames, formatted where it ran (see reference/tracebacks.py)."""
+
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
@@ -136,7 +139,9 @@ class RemoteTarget:
                 raise AnswerError(f"{call} answered outside the protocol: {error}") from None
         if status == "raised":
             raised = self._decode(self._raised, raw, "an exception")
-            raise _exception(raised.type, raised.builtin)(raised.text)
+            failure = _exception(raised.type, raised.builtin)(raised.text)
+            failure.remote_frames = raised.frames
+            raise failure
         text = self._decode(self._text, raw, f"the '{status}' answer")
         if status == "exited":
             raise AnswerError(f"{call} called {text}; a scheduler must answer, not exit")

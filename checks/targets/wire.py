@@ -81,6 +81,9 @@ class Raised:
     builtin: str
     """The nearest built-in exception class it derives from (``ValueError`` ...)."""
     text: str
+    frames: str = ""
+    """The frames of the target's own code, formatted in the host (the parent has no traceback
+    of the call to trim)."""
 
 
 _ENCODER = msgspec.msgpack.Encoder()

@@ -17,6 +17,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.text import describe_event, describe_workload
+from kvsched.spec.vocabulary import is_policy
 from kvsched.spec.workload import workload_to_json
 
 
@@ -28,17 +29,32 @@ def render_table(report: Report, reproduce: str = "") -> str:
         if allocator.finding is None:
             blocks.append(
                 f"allocate_kv_pages: holds on {allocator.calls} cases "
-                "(exact values, 0 tokens, full and partial pages, bad inputs; section 2)"
+                "(exact values from 0 tokens to 10**30, full and partial pages; section 2)"
             )
         else:
             blocks.append(
                 f"allocate_kv_pages: VIOLATES {allocator.finding.invariant} "
                 f"({BY_ID[allocator.finding.invariant].title})\n  {allocator.finding.message}"
             )
+        if allocator.advice:
+            blocks.append(
+                "Advice, not graded (inputs outside the exercise's domain are the caller's "
+                "responsibility; --strict-inputs grades them):\n"
+                + "\n".join(f"  {line}" for line in allocator.advice)
+            )
     for verdict in report.verdicts:
         blocks.append(_render_verdict(verdict, reproduce))
     blocks.extend(report.notes)
-    outcome = "every invariant holds" if report.ok else "VIOLATION found"
+    undeclared = any(
+        not is_policy(v.policy) and any(r.status == NOT_APPLICABLE for r in v.invariants)
+        for v in report.verdicts
+    )
+    if not report.ok:
+        outcome = "VIOLATION found"
+    elif undeclared:
+        outcome = "every invariant checked holds; some were not checked (no policy declared)"
+    else:
+        outcome = "every invariant holds"
     blocks.append(f"{report.target}: {outcome} ({report.seconds:.1f} s)")
     return "\n\n".join(blocks)
 
@@ -65,7 +81,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     lines = [
         "",
         f"{finding.invariant} violated{when}: {BY_ID[finding.invariant].title}.",
-        f"  {finding.message}",
+        *(f"  {line}" for line in finding.message.splitlines()),
     ]
     failing = verdict.counterexample
     if failing is not None:
@@ -101,7 +117,12 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "allocator": None
         if allocator is None
-        else {"calls": allocator.calls, "finding": _finding_json(allocator.finding)},
+        else {
+            "ok": allocator.ok,
+            "calls": allocator.calls,
+            "finding": _finding_json(allocator.finding),
+            "advice": list(allocator.advice),
+        },
         "verdicts": [_verdict_json(v) for v in report.verdicts],
         "notes": list(report.notes),
     }
@@ -127,6 +148,7 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
             "log_iterations": evidence.log_iterations,
         },
         "finding": _finding_json(verdict.finding),
+        "allocator_finding": _finding_json(verdict.allocator_finding),
         "counterexample": None
         if failing is None
         else {
@@ -175,8 +197,10 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
                 classname=f"kvsched.{verdict.kind.replace(' ', '_')}.{verdict.policy or 'any'}",
                 name=f"{row.invariant} {row.title}",
             )
-            if row.status == VIOLATED and verdict.finding is not None:
-                _failure(suite, case, verdict.finding.message, explain(verdict, reproduce))
+            finding = verdict.finding_for(row.invariant)
+            if row.status == VIOLATED and finding is not None:
+                details = explain(verdict, reproduce) if finding is verdict.finding else ""
+                _failure(suite, case, finding.message, details or finding.message)
             elif row.status in (NOT_APPLICABLE, NOT_CHECKED):
                 ElementTree.SubElement(case, "skipped", message=f"{row.status}: {row.how}")
                 suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))

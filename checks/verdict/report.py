@@ -13,7 +13,7 @@ These are plain frozen dataclasses: the check builds them in a child process and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.spec.invariants import CATALOGUE, applicable
@@ -103,10 +103,20 @@ class Verdict:
     finding: Finding | None = None
     counterexample: FailingWorkload | None = None
     notes: tuple[str, ...] = ()
+    allocator_finding: Finding | None = None
+    """The learner's ``allocate_kv_pages``, called directly, broke one of this table's
+    invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
 
     @property
     def ok(self) -> bool:
-        return self.finding is None
+        return self.finding is None and self.allocator_finding is None
+
+    def finding_for(self, invariant: str) -> Finding | None:
+        """The finding that makes ``invariant`` violated: the runs' own, else the allocator's."""
+        for finding in (self.finding, self.allocator_finding):
+            if finding is not None and finding.invariant == invariant:
+                return finding
+        return None
 
 
 @dataclass(frozen=True)
@@ -115,10 +125,35 @@ class AllocatorVerdict:
 
     calls: int
     finding: Finding | None
+    advice: tuple[str, ...] = ()
+    """What it does outside the exercise's inputs that the Pythonic way would not: not graded
+    unless ``--strict-inputs``."""
 
     @property
     def ok(self) -> bool:
         return self.finding is None
+
+
+def with_allocator(verdict: Verdict, allocator: AllocatorVerdict | None) -> Verdict:
+    """``verdict`` with the allocator's finding in its row, so one invariant has one verdict.
+
+    A learner's tables come from runs whose page counts the monitor checks; the allocator is
+    checked by direct calls. When those calls break PAGE-1, the tables' PAGE-1 row says so too.
+    """
+    if allocator is None or allocator.finding is None:
+        return verdict
+    finding = allocator.finding
+    rows = tuple(
+        replace(
+            row,
+            status=VIOLATED,
+            how=f"allocate_kv_pages called directly ({allocator.calls} calls): see above",
+        )
+        if row.invariant == finding.invariant and row.status != VIOLATED
+        else row
+        for row in verdict.invariants
+    )
+    return replace(verdict, invariants=rows, allocator_finding=finding)
 
 
 @dataclass(frozen=True)
@@ -180,6 +215,9 @@ def build_verdict(
         else:
             how = evidence.describe(invariant.id)
         rows.append(InvariantVerdict(invariant.id, invariant.title, status, how))
+    skipped = [i.id for i in CATALOGUE if i.id not in applicable_ids]
+    if not is_policy(policy) and skipped:
+        notes = (*notes, undeclared_policy_note(skipped))
     return Verdict(
         target=target,
         kind=kind,
@@ -192,7 +230,16 @@ def build_verdict(
     )
 
 
+def undeclared_policy_note(skipped: list[str]) -> str:
+    """What a target that declares no policy was not checked on, and how to declare one."""
+    return (
+        f"Not checked: {', '.join(skipped)}, which constrain a batching policy, and this target "
+        'declares none. Declare it with a class attribute (policy = "static" or policy = '
+        '"continuous") or pass --policy static|continuous (spec/protocol.py).'
+    )
+
+
 def _why_not(policy: str) -> str:
     if is_policy(policy):
         return f"does not constrain {policy} batching"
-    return "the target declares no policy it constrains"
+    return "NOT CHECKED: no policy declared (see the note below)"

@@ -34,7 +34,11 @@ def register(subparsers: Any) -> None:
         help="package.module:Class, path/to/file.py:Class, path/to/solution.py (a learner's "
         "allocate_kv_pages and schedule_iteration) or path/to/log.jsonl",
     )
-    parser.add_argument("--workload", type=Path, help="also replay this workload file, first")
+    parser.add_argument(
+        "--workload",
+        help="also replay this workload first: a file, or family:NAME:SIZE[:SEED] for a seeded "
+        "family",
+    )
     parser.add_argument(
         "--policy",
         choices=POLICY_NAMES,
@@ -106,6 +110,13 @@ def register(subparsers: Any) -> None:
         help="for an event log: check on after a violation and report the first violation of "
         "every invariant, each with its iteration (later ones may follow from earlier ones)",
     )
+    parser.add_argument(
+        "--strict-inputs",
+        action="store_true",
+        help="grade what a learner's allocate_kv_pages does outside the exercise's inputs "
+        "(TypeError for a wrong type, ValueError for a value out of range); by default that is "
+        "advice, not a finding",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write JUnit XML")
     parser.add_argument(
@@ -125,14 +136,14 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.targets.load import TargetError
     from kvsched.checks.verdict.files import write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
-    from kvsched.spec.workload import load_workload
+    from kvsched.reference.families import workload_from_spec
 
     confinement = _confinement(args, Confinement)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
-    workload = load_workload(args.workload) if args.workload else None
+    workload = workload_from_spec(args.workload) if args.workload else None
     is_log = args.target.endswith((".jsonl", ".jsonl.gz"))
     if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
@@ -149,6 +160,7 @@ def main(args: argparse.Namespace) -> int:
         max_examples=args.max_examples,
         hypothesis=not args.no_hypothesis,
         timeout=args.timeout,
+        strict_inputs=args.strict_inputs,
         proof_requests=args.z3_requests,
         all_findings=args.all_findings,
     )

@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from tabulate import tabulate
 
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
+from kvsched.reference.families import workload_from_spec
 from kvsched.reference.fastpath import replay, replay_scope
 from kvsched.reference.metrics import RunMetrics
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.text import id_list, page_list, plural
-from kvsched.spec.workload import Workload, load_workload
+from kvsched.spec.vocabulary import PERCENTILE_METHODS
+from kvsched.spec.workload import Workload
 
 
 def register(subparsers: Any) -> None:
@@ -38,11 +40,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "workload",
         nargs="?",
-        type=Path,
-        default=TEACHING_TRACE,
-        help="workload file (JSON, spec/schemas/workload.schema.json); default: the teaching trace",
+        default=str(TEACHING_TRACE),
+        help="a workload file (JSON, spec/schemas/workload.schema.json) or family:NAME:SIZE[:SEED] "
+        "for a seeded family; default: the teaching trace",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--percentile",
+        choices=PERCENTILE_METHODS,
+        metavar="METHOD",
+        help="numpy.percentile method for P50 and P95 wait (spec/semantics.md 7.4); default: the "
+        "workload's percentile_method, else linear. The teaching trace declares lower",
+    )
     parser.add_argument(
         "--timeline",
         choices=("changes", "full", "none"),
@@ -61,7 +70,9 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    workload = load_workload(args.workload)
+    workload = workload_from_spec(args.workload)
+    if args.percentile:
+        workload = replace(workload, percentile_method=args.percentile)
     timeline = args.format == "table" and args.timeline != "none"
     runs: dict[str, Run] = {}
     metrics: dict[str, RunMetrics] = {}
@@ -100,9 +111,10 @@ def render_table(workload: Workload, metrics: dict[str, RunMetrics]) -> str:
         ("mean wasted slots", *(f"{m.mean_wasted_slots:.1f}" for m in metrics.values())),
     ]
     table = tabulate(rows, headers=["metric", *metrics], tablefmt="simple", disable_numparse=True)
+    method = next(iter(metrics.values())).percentile_method
     note = (
         "utilization: tokens / (batch limit x iterations with a request active); waits in "
-        "iterations, P95 interpolated linearly (spec/semantics.md section 7)"
+        f"iterations, percentiles by numpy's '{method}' method (spec/semantics.md section 7)"
     )
     return f"{header}\n\n{table}\n\n{note}"
 

@@ -19,7 +19,7 @@ from kvsched.commands import UsageError
 from kvsched.reference import POLICIES
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
-from kvsched.spec.workload import Workload, WorkloadError, load_workload
+from kvsched.spec.workload import Workload, WorkloadError
 
 DEFAULT_POLICIES = "static,continuous"
 DEFAULT_OUT = "reports"
@@ -62,6 +62,19 @@ def register(subparsers: Any) -> None:
         "instead of running workloads",
     )
     parser.add_argument(
+        "--history",
+        metavar="ASV_RESULTS",
+        help="draw --metric figures over every commit of an asv results folder, oldest first, "
+        "into OUT/history/ (history.md and one plot per metric)",
+    )
+    parser.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        help="a figure for --history, e.g. p95_wait (a track_* benchmark less its prefix); "
+        "repeatable; default p95_wait and iterations",
+    )
+    parser.add_argument(
         "--fail-on",
         action="append",
         default=[],
@@ -93,6 +106,8 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.reports.results import ResultsError
     from kvsched.reports.sources import read_source
 
+    if args.history:
+        return _history(args)
     try:
         thresholds = [parse_threshold(text) for text in args.fail_on]
     except ThresholdError as error:
@@ -147,6 +162,9 @@ def main(args: argparse.Namespace) -> int:
     except OSError as error:  # every input was read before; this is writing the report
         raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
     print(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
+    if report.comparison is not None:
+        for warning in report.comparison.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     if report.verdict is None:
         return 0
     for problem in report.verdict.problems:
@@ -155,6 +173,24 @@ def main(args: argparse.Namespace) -> int:
     count = len(report.verdict.problems)
     print(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
     return 0 if report.verdict.passed else 1
+
+
+def _history(args: argparse.Namespace) -> int:
+    from kvsched.reports.history import read_history, write_history
+    from kvsched.reports.results import ResultsError
+
+    if args.workloads or args.baseline or args.asv_results or args.fail_on:
+        raise UsageError("--history draws asv results over commits; it takes no other input")
+    try:
+        histories = read_history(Path(args.history), args.metric or ["p95_wait", "iterations"])
+    except ResultsError as error:
+        raise UsageError(f"--history {error}") from None
+    try:
+        written = write_history(histories, Path(args.out) / (args.name or "history"))
+    except OSError as error:
+        raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
+    print(f"wrote {written}")
+    return 0
 
 
 def _workloads(specs: list[str]) -> list[Workload]:
@@ -173,22 +209,9 @@ def _workloads(specs: list[str]) -> list[Workload]:
 
 
 def _workload(spec: str) -> Workload:
-    if not spec.startswith("family:"):
-        return load_workload(spec)
-    from kvsched.reference.families import generate
+    from kvsched.reference.families import workload_from_spec
 
-    parts = spec.split(":")[1:]
-    if len(parts) not in (2, 3):
-        raise UsageError(f"{spec}: write family:NAME:SIZE or family:NAME:SIZE:SEED")
-    name, *numbers = parts
-    if not all(n.isdigit() for n in numbers):
-        bad = next(n for n in numbers if not n.isdigit())
-        raise UsageError(f"{spec}: '{bad}' is not a non-negative integer (SIZE and SEED are)")
-    size, seed = int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else 0
-    try:
-        return generate(name, size, seed)
-    except ValueError as error:
-        raise UsageError(f"{spec}: {error}") from None
+    return workload_from_spec(spec)
 
 
 def _policies(text: str) -> dict[str, SchedulerFactory]:

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
         "synth",
         help="synthesize a workload that answers a question about the two policies",
         description="Find a workload with a property (or prove none exists), verify it with the "
-        "reference engine, print both policies' figures and write the workload file.",
+        "reference engine and print both policies' figures; with --out, write the workload file.",
     )
     parser.add_argument("question", choices=QUESTIONS)
     parser.add_argument("--requests", type=int, default=9, metavar="N", help="default 9")
@@ -97,6 +97,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
         if not args.json:
             print(f"wrote {args.out}")
+    elif answer.workload is not None and not args.json:
+        print("(not saved: add --out FILE to write the workload file)")
     answered = answer.workload is not None or answer.verdict.startswith("none exists")
     return ExitCode.OK if answered else ExitCode.FINDING
 

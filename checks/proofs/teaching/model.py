@@ -19,8 +19,12 @@ workload has it, and :meth:`TeachingModel.pin` refuses one that does not.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from math import lcm
 from typing import Any
 
+import numpy as np
 import z3
 
 from kvsched.checks.proofs.scope import TEACHING_BATCH_LIMIT, TEACHING_REQUESTS, teaching_scope
@@ -29,16 +33,39 @@ from kvsched.spec.teaching import (
     STORYBOARD_A_FINISHES,
     STORYBOARD_D_JOINS_CONTINUOUS,
 )
+from kvsched.spec.vocabulary import DEFAULT_PERCENTILE_METHOD, PercentileMethod
 from kvsched.spec.workload import Workload
 
 NAMES = "abcdefghi"[:TEACHING_REQUESTS]
 BATCH_LIMIT = TEACHING_BATCH_LIMIT
 
-# Percentile rank for P95 of 9 values: r = 8 * 0.95 = 7.6, so P95 = 0.4 v[7] + 0.6 v[8] and
-# 5 * P95 = 2 * second_largest + 3 * largest, an integer. The lesson rounds to whole iterations.
+# Percentile rank for P95 of 9 values under linear: r = 8 * 0.95 = 7.6, so P95 = 0.4 v[7] +
+# 0.6 v[8] and 5 * P95 = 2 * second_largest + 3 * largest, an integer. The lesson rounds to whole
+# iterations.
 P95_TIMES_5 = {
     policy: range(5 * f.p95_wait - 2, 5 * f.p95_wait + 3) for policy, f in PUBLISHED.items()
 }
+
+
+@cache
+def p95_weights(method: PercentileMethod) -> tuple[Fraction, Fraction]:
+    """P95 of 9 values under ``method`` as ``w2 x second-largest + w1 x largest``, exactly.
+
+    For a fixed count, every numpy method is a fixed weighted sum of the sorted values, so the
+    weights are read off numpy itself on step vectors (0...0 1...1); a method that also weighed
+    a smaller value would need more of the model and is refused.
+    """
+    n = len(NAMES)
+    steps = [
+        Fraction(
+            float(np.percentile([0] * k + [1] * (n - k), 95, method=method))
+        ).limit_denominator(1000)
+        for k in range(n + 1)
+    ]
+    weights = [steps[k] - steps[k + 1] for k in range(n)]
+    if any(weights[: n - 2]) or sum(weights) != 1:
+        raise ValueError(f"P95 of {n} values under {method!r} is not a mix of the two largest")
+    return weights[n - 2], weights[n - 1]
 
 
 @dataclass
@@ -47,13 +74,23 @@ class _Schedule:
     finishes: list[Any]
     iterations: Any
     busy_iterations: Any
-    p95_times_5: Any
+    second_wait: Any
+    max_wait: Any
+
+    @property
+    def p95_times_5(self) -> Any:
+        """5 x P95 wait under linear, an integer (see :data:`P95_TIMES_5`)."""
+        return 2 * self.second_wait + 3 * self.max_wait
 
 
 class TeachingModel:
-    """The constraint system: unknown arrivals and outputs, both schedules, the figures."""
+    """The constraint system: unknown arrivals and outputs, both schedules, the figures.
 
-    def __init__(self, seed: int = 0) -> None:
+    ``method`` is the percentile convention the published P95 waits are read under (7.4).
+    """
+
+    def __init__(self, seed: int = 0, method: PercentileMethod = DEFAULT_PERCENTILE_METHOD) -> None:
+        self.method = method
         # A context of its own, so earlier queries in the process cannot change the answer.
         self.ctx = z3.Context()
         self.solver = z3.Solver(ctx=self.ctx)
@@ -137,7 +174,18 @@ class TeachingModel:
         self.solver.add(z3.And([largest >= w for w in waits]), z3.Or([largest == w for w in waits]))
         self.solver.add(z3.Sum([z3.If(w >= second, 1, 0) for w in waits]) >= 2)
         self.solver.add(z3.Sum([z3.If(w > second, 1, 0) for w in waits]) <= 1)
-        return _Schedule(starts, finishes, last_finish, z3.Sum(covered), 2 * second + 3 * largest)
+        return _Schedule(starts, finishes, last_finish, z3.Sum(covered), second, largest)
+
+    def p95_scaled(self, policy: str) -> tuple[Any, int]:
+        """``(scale x P95 wait, scale)`` under the model's method, in integers."""
+        second_weight, largest_weight = p95_weights(self.method)
+        scale = lcm(second_weight.denominator, largest_weight.denominator)
+        schedule = self.schedules[policy]
+        scaled = (
+            int(second_weight * scale) * schedule.second_wait
+            + int(largest_weight * scale) * schedule.max_wait
+        )
+        return scaled, scale
 
     def figure(self, policy: str, name: str) -> Any:
         """The constraint that one published figure holds, as the lesson rounds it."""
@@ -153,9 +201,11 @@ class TeachingModel:
                 200 * tokens >= (2 * percent - 1) * slots, 200 * tokens < (2 * percent + 1) * slots
             )
         if name == "p95_wait":
-            allowed = P95_TIMES_5[policy]
+            # round(P95) == published: published - 1/2 <= P95 < published + 1/2, in integers
+            scaled, scale = self.p95_scaled(policy)
             return z3.And(
-                schedule.p95_times_5 >= allowed.start, schedule.p95_times_5 < allowed.stop
+                2 * scaled >= (2 * published.p95_wait - 1) * scale,
+                2 * scaled < (2 * published.p95_wait + 1) * scale,
             )
         raise ValueError(f"unknown figure {name!r}")
 

@@ -1,14 +1,16 @@
 """Reconstructing the lesson's teaching trace with Z3 (spec/traces/README.md).
 
-The lesson published six figures and a storyboard for a 9-request workload it did not publish.
-:mod:`.model` writes the two schedules as constraints over the unknown arrivals and
-output lengths; this module asks Z3 two things:
+The lesson published six figures and a storyboard for a 9-request workload it did not publish,
+and defined none of its metrics. :mod:`.model` writes the two schedules as constraints over the
+unknown arrivals and output lengths; this module asks Z3 three things:
 
-1. Can every figure and the storyboard hold at once? Under spec/semantics.md, no: UNSAT is a
-   proof over all workloads (static batching's 116 iterations bound every arrival and output
-   length, so no bound of ours hides a solution). :data:`QUESTIONS` narrows down why.
-2. The closest workload: the storyboard and five figures exactly, and static P95 wait at the
-   nearest value that misses the published one. :func:`verify` replays it with the reference.
+1. Under ``linear`` percentiles (the default of spec/semantics.md), can every figure and the
+   storyboard hold at once? No: UNSAT is a proof over all workloads (static batching's 116
+   iterations bound every arrival and output length, so no bound of ours hides a solution).
+   :data:`QUESTIONS` narrows down why.
+2. Under which of numpy's percentile conventions can they (:func:`conventions`)?
+3. The workload itself, under the lesson's convention (``lower``): the storyboard and all six
+   figures exactly. :func:`verify` replays it with the reference.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ from kvsched.checks.proofs.teaching.model import (
     BATCH_LIMIT,
     FIGURES,
     NAMES,
-    P95_TIMES_5,
     TeachingModel,
+    p95_weights,
 )
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.engine import run
 from kvsched.reference.metrics import compute_metrics
 from kvsched.reference.static import StaticScheduler
-from kvsched.spec.teaching import PUBLISHED, STORYBOARD_FIRST_BATCH_PAGES
+from kvsched.spec.teaching import (
+    LESSON_PERCENTILE_METHOD,
+    PUBLISHED,
+    STORYBOARD_FIRST_BATCH_PAGES,
+)
+from kvsched.spec.vocabulary import PERCENTILE_METHODS, PercentileMethod
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
 PAGE_SIZE = 16
@@ -49,8 +56,15 @@ class Answer:
 class Question:
     text: str
     constraints: Callable[[TeachingModel], list[Any]]
+    method: PercentileMethod = "linear"
 
 
+def everything(m: TeachingModel) -> list[Any]:
+    """All six figures as the lesson prints them, and the storyboard."""
+    return [*(m.figure(p, f) for p, f in FIGURES), m.storyboard()]
+
+
+# Under linear percentiles, the default of spec/semantics.md.
 QUESTIONS = (
     Question(
         "all six figures and the storyboard at once",
@@ -76,7 +90,7 @@ QUESTIONS = (
 
 def ask(question: Question, timeout_s: float) -> Answer:
     """Whether the question's constraints can hold together; "unsat" is a proof they cannot."""
-    model = TeachingModel()
+    model = TeachingModel(method=question.method)
     model.solver.set("timeout", int(timeout_s * 1000))
     model.solver.add(*question.constraints(model))
     started = time.perf_counter()
@@ -84,18 +98,36 @@ def ask(question: Question, timeout_s: float) -> Answer:
     return Answer(question.text, verdict, time.perf_counter() - started)
 
 
-def closest(timeout_s: float = 120.0) -> Workload | None:
-    """The storyboard, five figures exactly, and static P95 wait at its nearest miss (19.6).
+def conventions(
+    timeout_s: float, skip: tuple[PercentileMethod, ...] = ()
+) -> list[tuple[tuple[PercentileMethod, ...], Answer]]:
+    """For each of numpy's percentile methods: can all six figures and the storyboard hold?
+
+    Methods that weigh the two largest of 9 waits alike are one question; ``skip`` leaves out
+    methods already asked about.
+    """
+    groups: dict[tuple[object, ...], list[PercentileMethod]] = {}
+    for method in PERCENTILE_METHODS:
+        if method not in skip:
+            groups.setdefault(p95_weights(method), []).append(method)
+    answers = []
+    for methods in groups.values():
+        text = f"all six figures and the storyboard, P95 by {' = '.join(methods)}"
+        answers.append((tuple(methods), ask(Question(text, everything, methods[0]), timeout_s)))
+    return answers
+
+
+def closest(
+    timeout_s: float = 120.0, method: PercentileMethod = LESSON_PERCENTILE_METHOD
+) -> Workload | None:
+    """The storyboard and all six figures exactly, P95 waits read under ``method``.
 
     Among the many such workloads, :data:`PREFERENCES` are added one by one, each kept only if
     the system stays satisfiable, so the result reads like the lesson's "mixed" workload.
     """
-    model = TeachingModel()
+    model = TeachingModel(method=method)
     model.solver.set("timeout", int(timeout_s * 1000))
-    model.solver.add(model.storyboard())
-    model.solver.add(*[model.figure(p, f) for p, f in FIGURES if (p, f) != ("static", "p95_wait")])
-    nearest_miss = P95_TIMES_5["static"].stop  # 98, i.e. 19.6, which the lesson would print as 20
-    model.solver.add(model.schedules["static"].p95_times_5 == nearest_miss)
+    model.solver.add(*everything(model))
     if model.solver.check() != z3.sat:
         return None
     for preference in PREFERENCES:
@@ -108,12 +140,17 @@ def closest(timeout_s: float = 120.0) -> Workload | None:
     solution = model.solver.model()
     arrivals = [solution.eval(x).as_long() for x in model.arrival]
     outputs = [solution.eval(x).as_long() for x in model.output]
-    return build_workload(arrivals, outputs)
+    return build_workload(arrivals, outputs, method)
+
+
+def _p95_exact(m: TeachingModel, policy: str) -> Any:
+    scaled, scale = m.p95_scaled(policy)
+    return scaled == PUBLISHED[policy].p95_wait * scale
 
 
 PREFERENCES: tuple[Callable[[TeachingModel], Any], ...] = (
-    # continuous P95 exactly as published, not just rounding to it
-    lambda m: m.schedules["continuous"].p95_times_5 == 5 * PUBLISHED["continuous"].p95_wait,
+    # both P95 waits exactly as published, not just rounding to them
+    lambda m: z3.And([_p95_exact(m, p) for p in ("static", "continuous")]),
     # utilizations within a quarter point of the published percentages, not at a rounding edge
     lambda m: z3.And([m.utilization_within(p, 0.25) for p in ("static", "continuous")]),
     # no trivial requests: every output at least 8 tokens
@@ -123,7 +160,11 @@ PREFERENCES: tuple[Callable[[TeachingModel], Any], ...] = (
 )
 
 
-def build_workload(arrivals: Sequence[int], outputs: Sequence[int]) -> Workload:
+def build_workload(
+    arrivals: Sequence[int],
+    outputs: Sequence[int],
+    method: PercentileMethod = LESSON_PERCENTILE_METHOD,
+) -> Workload:
     """Attach prompts: a, b, c hold 3 + 4 + 4 = 11 pages in iteration 1; the rest are mixed."""
     prompts = [40, 60, 63, 120, 24, 180, 8, 96, 150]
     first_pages = sum(pages_for(p + 1, PAGE_SIZE) for p in prompts[:3])
@@ -138,6 +179,7 @@ def build_workload(arrivals: Sequence[int], outputs: Sequence[int]) -> Workload:
         requests=requests,
         description="The lesson's 9-request trace, reconstructed by `kvsched reconstruct`: "
         "see spec/traces/README.md.",
+        percentile_method=method,
     )
 
 

@@ -1,0 +1,71 @@
+"""A solution whose page count comes from float division: ``math.ceil(tokens / page_size)``.
+
+It is right for every count a lesson's trace uses and wrong above 2**53, where a float can no
+longer hold every integer: 2**53 + 1 tokens in pages of one token get 2**53 pages. Python's ints
+have no such limit, and ``(tokens + page_size - 1) // page_size`` is exact for all of them.
+``kvsched check`` reports PAGE-1.
+"""
+
+import math
+
+
+def allocate_kv_pages(tokens, page_size=16):
+    """Pages, capacity and wasted slots for ``tokens`` tokens in pages of ``page_size`` slots."""
+    # bool is a subclass of int, but True is not a token count.
+    if isinstance(tokens, bool) or not isinstance(tokens, int):
+        raise TypeError(f"tokens must be an int, got {tokens!r}")
+    if isinstance(page_size, bool) or not isinstance(page_size, int):
+        raise TypeError(f"page_size must be an int, got {page_size!r}")
+    if tokens < 0:
+        raise ValueError(f"tokens must be >= 0, got {tokens}")
+    if page_size < 1:
+        raise ValueError(f"page_size must be >= 1, got {page_size}")
+    pages = math.ceil(tokens / page_size)  # BUG: float division rounds above 2**53
+    capacity = pages * page_size
+    return {"pages": pages, "capacity": capacity, "wastedSlots": capacity - tokens}
+
+
+def peak_pages(request, page_size):
+    """Pages a request holds in its last iteration: prompt plus every output token."""
+    return allocate_kv_pages(request["prompt_tokens"] + request["output_tokens"], page_size)[
+        "pages"
+    ]
+
+
+def schedule_iteration(state, limits, policy):
+    """Run one iteration: admit, grow page tables, decode one token each, finish and free."""
+    page_size = limits["page_size"]
+    waiting, running = state["waiting"], state["running"]
+    finished, free_pages = state["finished"], state["free_pages"]
+
+    # 1. Admission: static batching admits only into an empty batch; continuous always.
+    if policy == "continuous" or not running:
+        committed = sum(peak_pages(r, page_size) for r in running)
+        while waiting and len(running) < limits["batch_limit"]:
+            head = waiting[0]
+            if committed + peak_pages(head, page_size) > limits["pool_pages"]:
+                break  # first come, first served: nobody overtakes the head
+            running.append(waiting.pop(0))
+            committed += peak_pages(head, page_size)
+
+    # 2. Page growth: room for the context including this iteration's token.
+    for request in running:
+        context = request["prompt_tokens"] + request["generated"] + 1
+        missing = allocate_kv_pages(context, page_size)["pages"] - len(request["pages"])
+        for _ in range(missing):
+            request["pages"].append(free_pages.pop(0))
+
+    # 3. Decode: exactly one token per active request.
+    for request in running:
+        request["generated"] += 1
+
+    # 4. Completion: a request that produced all its tokens leaves and returns its pages.
+    still_running = []
+    for request in running:
+        if request["generated"] == request["output_tokens"]:
+            finished.append(request)
+            free_pages.extend(request["pages"])  # the request keeps the list: what it gave back
+        else:
+            still_running.append(request)
+    state["running"] = still_running
+    return state

@@ -1,0 +1,52 @@
+"""Bugs that show only at sizes the lesson's trace never reaches.
+
+A leak that needs five requests active at once and a hang that needs more than five waiting pass
+every check that draws a handful of requests; real batches hold 32 to 256. These mutants hold the
+search to real sizes (checks/search/strategies.py, ``search_workloads``). The third size-only bug,
+an allocator that is wrong only above 2**53, is a learner's file (``learner/buggy_float_ceil.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kvsched.reference.continuous import ContinuousScheduler
+from kvsched.reference.pool import PagePool
+from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
+from kvsched.spec.workload import Limits
+
+CROWD = 5
+"""How many requests it takes: active ones for the leak, more than this waiting for the hang."""
+
+
+class LeakInACrowd(ContinuousScheduler):
+    """A request that finishes while ``CROWD`` or more are active never gives its pages back."""
+
+    def __init__(self, limits: Limits) -> None:
+        super().__init__(limits)
+        self.pool = _CrowdLeakyPool(limits.pool_pages)
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        assert isinstance(self.pool, _CrowdLeakyPool)
+        self.pool.crowded = len(self.running) >= CROWD
+        return super().update_from_output(output)
+
+
+class _CrowdLeakyPool(PagePool):
+    crowded = False
+
+    def free(self, owner: str, pages: Sequence[int]) -> None:
+        if not self.crowded:
+            super().free(owner, pages)
+            return
+        for page in pages:
+            del self._owner[page]  # BUG: never back on the free queue
+
+
+class HangsOnALongQueue(ContinuousScheduler):
+    """``schedule()`` loops forever once more than ``CROWD`` requests wait."""
+
+    def schedule(self) -> ScheduledBatch:
+        while len(self.waiting) > CROWD:  # BUG: never exits
+            pass
+        return super().schedule()

@@ -1,0 +1,1 @@
+../../checks/mutants/learner/buggy_float_ceil.py

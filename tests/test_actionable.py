@@ -1,0 +1,79 @@
+"""Answers a user can act on: their own frames, their own function names, the cause before a
+crash, and no invariant skipped without saying so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvsched import cli
+from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.targets.load import load_target
+from kvsched.checks.verdict.render import render_table
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "learner"
+FAST = CheckOptions(hypothesis=False, proof_requests=0)
+
+CRASHING_CLASS = """
+from kvsched.reference.continuous import ContinuousScheduler
+
+class Crashes(ContinuousScheduler):
+    def schedule(self):
+        if len(self.waiting) >= 2:
+            self.helper()
+        return super().schedule()
+
+    def helper(self):
+        return [].pop()
+"""
+
+
+def test_a_raising_scheduler_shows_the_users_frames(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "crashing.py"
+    path.write_text(CRASHING_CLASS)
+    argv = ["check", f"{path}:Crashes", "--no-hypothesis", "--z3-requests", "0", "--json"]
+    argv += ["--save-dir", str(tmp_path / "saved")]
+    assert cli.main(argv) == 1
+    message = json.loads(capsys.readouterr().out)["verdicts"][0]["finding"]["message"]
+    assert message.startswith("schedule() failed: IndexError: pop from empty list")
+    assert f"{path}, line 7, in schedule: self.helper()" in message
+    assert f"{path}, line 11, in helper: return [].pop()" in message
+    assert "kvsched/reference/engine.py" not in message  # our frames are not the user's
+
+
+def test_a_learner_crash_names_schedule_iteration_and_the_cause(tmp_path: Path) -> None:
+    source = (EXAMPLES / "correct.py").read_text()
+    check = 'if committed + peak_pages(head, page_size) > limits["pool_pages"]:'
+    assert check in source
+    path = tmp_path / "overadmits.py"
+    path.write_text(source.replace(check, "if False:  # admits without counting pages"))
+    report = check_target(load_target(str(path)), CheckOptions(policy="continuous"))
+    (verdict,) = report.verdicts
+    assert verdict.finding is not None and verdict.finding.invariant == "PROTO-1"
+    message = verdict.finding.message
+    assert message.startswith("schedule_iteration() failed: IndexError")
+    assert "schedule()" not in message
+    assert "likely cause: the running requests (a, b) need 2 pages" in message
+    assert f"{path}, line " in message and "free_pages.pop(0)" in message
+
+
+def test_undeclared_policy_is_said_in_words(tmp_path: Path) -> None:
+    path = tmp_path / "undeclared.py"
+    path.write_text(
+        "from kvsched.reference.continuous import ContinuousScheduler\n\n"
+        "class Undeclared(ContinuousScheduler):\n    policy = ''\n"
+    )
+    report = check_target(load_target(f"{path}:Undeclared"), FAST)
+    text = render_table(report)
+    assert "Not checked: BATCH-2, BATCH-3, BATCH-4" in text
+    assert 'policy = "continuous"' in text and "--policy" in text
+    assert "every invariant holds" not in text
+    assert "some were not checked (no policy declared)" in text
+    declared = check_target(load_target(f"{path}:Undeclared"), CheckOptions(
+        hypothesis=False, proof_requests=0, policy="continuous"
+    ))  # fmt: skip
+    assert "Not checked" not in render_table(declared)
