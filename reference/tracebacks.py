@@ -28,14 +28,14 @@ def user_frames(error: BaseException, most: int = 6) -> str:
     An error raised in another process (a target hosted apart from kvsched) arrives with its
     frames already formatted there, as ``remote_frames``; those are the ones to show.
     """
-    carried = getattr(error, "remote_frames", "")
-    if isinstance(carried, str) and carried:
-        return carried
     lines: list[str] = []
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        carried = getattr(current, "remote_frames", "")
+        if isinstance(carried, str) and carried:  # an adapter may wrap the hosted error
+            return carried
         for frame in traceback.extract_tb(current.__traceback__):
             if _is_user(frame.filename):
                 code = f": {frame.line.strip()}" if frame.line else ""

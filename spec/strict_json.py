@@ -10,7 +10,10 @@ named, so a malformed file is invalid input (exit 2) and never a traceback.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def decode_json(data: bytes, source: str, error: type[ValueError]) -> Any:
@@ -33,7 +36,7 @@ def decode_json(data: bytes, source: str, error: type[ValueError]) -> Any:
 def parse_json_text(text: str, source: str, error: type[ValueError]) -> Any:
     """The JSON document ``text``, with the strictness of :func:`decode_json`."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        document = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as bad:
         raise error(
             f"{source}: not valid JSON (line {bad.lineno}, column {bad.colno}: {bad.msg})"
@@ -47,6 +50,15 @@ def parse_json_text(text: str, source: str, error: type[ValueError]) -> Any:
         raise error(f"{source}: JSON nested too deeply to be a workload or an event") from None
     except ValueError as bad:  # a number of more digits than Python converts
         raise error(f"{source}: a value cannot be read ({bad})") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the whole document looked through
+        try:
+            json.dumps(document, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise error(
+                f"{source}: a string holds a lone surrogate (a \\ud800-\\udfff escape without "
+                "its pair), which is not text; write the character itself or its full pair"
+            ) from None
+    return document
 
 
 class _RepeatedKey(ValueError):

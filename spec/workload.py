@@ -96,9 +96,12 @@ _TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "
 MAX_LIMIT = 65_536
 """The most decode slots, and the largest page size."""
 MAX_POOL_PAGES = 1 << 20
-MAX_ARRIVAL = 1_000_000
-MAX_TOKENS = 1_000_000
-"""The most prompt tokens, and the most output tokens, of one request."""
+MAX_ARRIVAL = 100_000
+"""The latest arrival: the engine steps through every iteration before it (0.2 s per 10,000
+idle iterations of the reference, more through a target's host process)."""
+MAX_PROMPT_TOKENS = 1_000_000
+MAX_OUTPUT_TOKENS = 100_000
+"""Each output token is an iteration of the engine loop."""
 MAX_REQUESTS = 100_000
 MAX_ID_LENGTH = 256
 
@@ -110,8 +113,8 @@ _LIMIT_FIELDS = {  # field -> (minimum, maximum)
 _REQUEST_FIELDS = {
     "id": None,
     "arrival": (0, MAX_ARRIVAL),
-    "prompt_tokens": (0, MAX_TOKENS),
-    "output_tokens": (1, MAX_TOKENS),
+    "prompt_tokens": (0, MAX_PROMPT_TOKENS),
+    "output_tokens": (1, MAX_OUTPUT_TOKENS),
 }
 
 

@@ -33,6 +33,7 @@ class Crashes(ContinuousScheduler):
 def test_a_raising_scheduler_shows_the_users_frames(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The target runs in a host process; its frames cross the wire as text."""
     path = tmp_path / "crashing.py"
     path.write_text(CRASHING_CLASS)
     argv = ["check", f"{path}:Crashes", "--no-hypothesis", "--z3-requests", "0", "--json"]
@@ -77,3 +78,18 @@ def test_undeclared_policy_is_said_in_words(tmp_path: Path) -> None:
         hypothesis=False, proof_requests=0, policy="continuous"
     ))  # fmt: skip
     assert "Not checked" not in render_table(declared)
+
+
+def test_the_lessons_allocator_passes_through_the_host_even_for_10_30(tmp_path: Path) -> None:
+    """Ints past msgpack's 64 bits reach the target's process and come back exact."""
+    path = tmp_path / "lesson.py"
+    path.write_text(
+        "def allocate_kv_pages(tokens, page_size=16):\n"
+        "    pages = (tokens + page_size - 1) // page_size\n"
+        "    return {'pages': pages, 'capacity': pages * page_size,\n"
+        "            'wastedSlots': pages * page_size - tokens}\n"
+    )
+    report = check_target(load_target(str(path)), FAST)
+    assert report.allocator is not None and report.allocator.finding is None
+    assert report.allocator.advice  # a negative count, a float ... : advice, not a finding
+    assert report.exit_code == 0

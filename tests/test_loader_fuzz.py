@@ -180,8 +180,8 @@ def test_the_issues_inputs_are_clean_errors(tmp_path: Path) -> None:
         cases[_dump(bad, False)] = {
             "format": "must be 1",
             "pool_pages": "must be <= 1048576",
-            "arrival": "must be <= 1000000",
-            "id": "no lone surrogates",
+            "arrival": "must be <= 100000",
+            "id": "lone surrogate",
         }[str(change[-1])]
     for data, words in cases.items():
         path = tmp_path / "w.json"
@@ -202,7 +202,8 @@ def test_the_issues_logs_are_clean_errors(tmp_path: Path) -> None:
         ({**header, "version": True}, first, "field 'version' must be"),
         ({**header, "target": {**header["target"], "reserved_pages": [10**6]}}, first, "outside"),
         (header, {**first, "arrived": ["ghost"]}, "not a request of the header's workload"),
-        (header, {**first, "waiting": ["\ud800"]}, "not a request of the header's workload"),
+        (header, {**first, "waiting": ["\ud800"]}, "lone surrogate"),
+        (header, {**first, "admitted": ["\ud800"]}, "lone surrogate"),
     ]
     for changed_header, changed_first, words in cases:
         path = tmp_path / "log.jsonl"

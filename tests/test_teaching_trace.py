@@ -90,9 +90,7 @@ def test_the_shipped_trace_meets_everything_under_lower_and_not_under_linear() -
 
     for method, expected in (("lower", z3.sat), ("linear", z3.unsat)):
         model = teaching_model.TeachingModel(method=method)
-        for k, request in enumerate(TRACE.requests):
-            model.solver.add(model.arrival[k] == request.arrival)
-            model.solver.add(model.output[k] == request.output_tokens)
+        model.pin(TRACE)
         model.solver.add(*teaching_trace.everything(model))
         assert model.solver.check() == expected, method
 

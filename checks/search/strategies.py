@@ -24,10 +24,11 @@ takes milliseconds and shrinks to something a learner can read. Bugs that need a
 only once 5 requests are active, a hang only once more than 5 wait) need larger workloads:
 :func:`search_workloads` draws workloads sized by the Hypothesis profile
 (:data:`SEARCH_SIZES`: in ``ci``, up to 64 requests, batch limits up to 32, pages up to 32 tokens
-and outputs up to 64), drawn with swarm testing: each example first switches features on or off
-(:data:`FEATURES`: bursts, a tight pool, long prompts, many requests, long outputs), so that some
-examples pile every kind of pressure together. Every feature shrinks to off, and the size to the
-small corners.
+and outputs up to 64, within a budget of about 300 iterations and 3,000 request-iterations per
+run, so that 100 examples stay a matter of seconds), drawn with swarm testing: each example
+first switches features on or off (:data:`FEATURES`: bursts, a tight pool, long prompts, many
+requests, long outputs), so that some examples pile every kind of pressure together. Every
+feature shrinks to off, and the size to the small corners.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ SEARCH_SIZES: dict[Profile, dict[str, int]] = {
     },
 }
 """Largest workload :func:`search_workloads` draws under each profile."""
+
+
+WORK_PER_ITERATION_BUDGET = 10
+"""Requests per iteration, on average, that the iteration budget pays for: iterations times
+requests stays within this many times ``max_iterations``."""
 
 
 def request_id(position: int) -> str:
@@ -146,7 +152,12 @@ def _within(
     for count, (gap, _, output) in enumerate(shapes):
         clock += gap
         tokens += output
-        if count and clock + -(-tokens // batch_limit) > max_iterations:
+        length = clock + -(-tokens // batch_limit)
+        # A learner's state lists every request, so a run costs iterations x requests.
+        if count and (
+            length > max_iterations
+            or length * (count + 1) > WORK_PER_ITERATION_BUDGET * max_iterations
+        ):
             return shapes[:count]
     return shapes
 

@@ -23,8 +23,9 @@ class Confinement:
     it is enforced while kvsched waits on the target, and caps the host's CPU time too."""
     memory_mb: int = 2048
     """The host's address-space limit (RLIMIT_AS)."""
-    output_bytes: int = 1024 * 1024
-    """How much the target may write to stdout and stderr together."""
+    output_bytes: int = 16 * 1024 * 1024
+    """How much the target may write to stdout and stderr together: room for a learner's debugging
+    prints over a whole check, not for a flood (only the last lines are kept in any case)."""
     sandbox: Literal["none", "bwrap"] = "none"
     """``bwrap``: run the host in bubblewrap, without network, on a read-only filesystem."""
 
@@ -35,8 +36,13 @@ class Confinement:
         return (
             f"The target ran in a separate process{jail}: {self.call_seconds:g} s per call, "
             f"{self.budget_seconds:g} s for the whole check, {self.memory_mb} MiB of memory, "
-            f"{self.output_bytes} bytes of output."
+            f"{_size(self.output_bytes)} of output."
         )
+
+
+def _size(count: int) -> str:
+    mib = 1024 * 1024
+    return f"{count // mib} MiB" if count and count % mib == 0 else f"{count} bytes"
 
 
 def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:

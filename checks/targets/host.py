@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from kvsched.checks.targets import wire
+from kvsched.checks.targets.learner import likely_cause
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
 from kvsched.reference.tracebacks import user_frames
 from kvsched.spec.properties import properties_to_json
@@ -91,8 +92,8 @@ class _Served:
         assert op == "fn" and isinstance(self.target, LearnerTarget)
         name = msgspec.msgpack.decode(parts[1], type=str)
         function = getattr(self.target.solution, name)
-        arguments = msgspec.msgpack.decode(parts[2], type=list[Any])
-        return _reply(lambda: function(*arguments), Any)
+        arguments = msgspec.msgpack.decode(parts[2], type=list[Any], ext_hook=wire.big_int)
+        return _reply(lambda: function(*arguments), Any, lambda: _learner_cause(name, arguments))
 
     def _load(self, spec: str) -> bytes:
         try:
@@ -120,15 +121,20 @@ class _Served:
         return wire.encode(["ok", description])
 
 
-def _reply(call: Callable[[], Any], answer: Any) -> bytes:
-    """The frame answering one call into the target: its value, its exception or its exit."""
+def _reply(call: Callable[[], Any], answer: Any, cause: Callable[[], str] = str) -> bytes:
+    """The frame answering one call into the target: its value, its exception or its exit.
+
+    An exception's text carries, on lines of their own, what ``cause`` finds that led to it and
+    the target's own frames (file, line, function), which only this process can see.
+    """
     try:
         value = call()
     except SystemExit as exit_:
         return wire.encode(["exited", wire.cut(f"sys.exit({_text(exit_.code)})")])
     except BaseException as error:
         frames = wire.cut(_frames(error))
-        raised = wire.Raised(_name(error), _builtin(error), wire.cut(_text(error)), frames)
+        text = "\n".join(x for x in (_text(error), cause()) if x)
+        raised = wire.Raised(_name(error), _builtin(error), wire.cut(text), frames)
         return wire.encode(["raised", raised])
     if answer is None or answer is type(None):
         value = None  # the protocol ignores what add_request returns
@@ -140,6 +146,17 @@ def _reply(call: Callable[[], Any], answer: Any) -> bytes:
         return wire.encode(
             ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]
         )
+
+
+def _learner_cause(name: str, arguments: list[Any]) -> str:
+    """The likely cause of a learner's crash, read off the state it changed before raising."""
+    if name != "schedule_iteration" or len(arguments) < 2 or not isinstance(arguments[1], dict):
+        return ""
+    limits = arguments[1]
+    try:
+        return likely_cause(arguments[0], int(limits["page_size"]), int(limits["pool_pages"]))
+    except Exception:  # the learner's state may hold anything; the cause is only a hint
+        return ""
 
 
 def _frames(error: BaseException) -> str:

@@ -113,7 +113,8 @@ class LearnerScheduler:
         try:
             returned = self._schedule_iteration(given, limits, self.policy)
         except Exception as error:
-            raise LearnerRaised(_likely_cause(given, self._limits)) from error
+            cause = likely_cause(given, self._limits.page_size, self._limits.pool_pages)
+            raise LearnerRaised(cause) from error
         after = _readable_state(returned)
         after = _copy_state(after)  # the learner may keep and change what it returned
         after["iteration"] = given["iteration"]
@@ -228,7 +229,7 @@ def _check_record(record: Any, where: str) -> None:
         )
 
 
-def _likely_cause(state: Any, limits: Limits) -> str:
+def likely_cause(state: Any, page_size: int, pool_pages: int) -> str:
     """A cause the crash followed from, read off the state the learner changed before raising.
 
     Admitting requests whose peak pages together exceed the pool (section 3.2) empties the free
@@ -236,17 +237,15 @@ def _likely_cause(state: Any, limits: Limits) -> str:
     """
     try:
         running = [r for r in state["running"] if isinstance(r, dict)]
-        peaks = sum(
-            pages_for(r["prompt_tokens"] + r["output_tokens"], limits.page_size) for r in running
-        )
+        peaks = sum(pages_for(r["prompt_tokens"] + r["output_tokens"], page_size) for r in running)
     except (KeyError, TypeError):
         return ""
-    if peaks <= limits.pool_pages:
+    if peaks <= pool_pages:
         return ""
     ids = ", ".join(str(r.get("id")) for r in running)
     return (
         f"likely cause: the running requests ({ids}) need {peaks} pages at their peaks, more "
-        f"than the pool's {limits.pool_pages}; admission must count each request's peak pages "
+        f"than the pool's {pool_pages}; admission must count each request's peak pages "
         "(spec/learner.md, PAGE-5)"
     )
 

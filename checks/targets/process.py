@@ -171,7 +171,8 @@ class HostProcess:
             self.kill()
             raise HostFailure(
                 f"during {doing} the target wrote more than {self.confinement.output_bytes} bytes "
-                f"to stdout and stderr, the limit{self.tail()}"
+                "to stdout and stderr, the limit (print less, or raise --output-limit)"
+                f"{self.tail()}"
             )
 
     def _died(self, doing: str) -> NoReturn:
@@ -246,5 +247,6 @@ class _Tail:
 
     def text(self) -> str:
         data = b"".join(self._chunks)[-_TAIL_BYTES:]
-        shown = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
+        text = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
+        shown = wire.printable(text)
         return f"The target's {self.name} ({self.total} bytes), last lines:\n{shown.rstrip()}"

@@ -84,7 +84,7 @@ class RemoteTarget:
             self._garbled("did not start as kvsched's host")
         status, raw = self._exchange(["load", self.spec])
         if status == "refused":
-            raise TargetError(self._decode(self._text, raw, "the refusal"))
+            raise TargetError(wire.printable(self._decode(self._text, raw, "the refusal")))
         if status != "ok":
             self._garbled(f"answered the import with '{status}'")
         description = self._decode(self._description, raw, "the description of the target")
@@ -139,10 +139,10 @@ class RemoteTarget:
                 raise AnswerError(f"{call} answered outside the protocol: {error}") from None
         if status == "raised":
             raised = self._decode(self._raised, raw, "an exception")
-            failure = _exception(raised.type, raised.builtin)(raised.text)
-            failure.remote_frames = raised.frames
+            failure = _exception(raised.type, raised.builtin)(wire.printable(raised.text))
+            failure.remote_frames = wire.printable(raised.frames)
             raise failure
-        text = self._decode(self._text, raw, f"the '{status}' answer")
+        text = wire.printable(self._decode(self._text, raw, f"the '{status}' answer"))
         if status == "exited":
             raise AnswerError(f"{call} called {text}; a scheduler must answer, not exit")
         if status == "unsendable":

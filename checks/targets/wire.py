@@ -89,11 +89,42 @@ class Raised:
 _ENCODER = msgspec.msgpack.Encoder()
 _REPLY = msgspec.msgpack.Decoder(tuple[str, msgspec.Raw])
 
+BIG_INT = 1
+"""msgpack extension code of an int beyond msgpack's 64 bits, sent as its decimal digits: the
+exercise's inputs are every non-negative int, and 10**30 tokens must reach the target intact."""
+_BIG_DIGITS = 4400  # Python's default limit on int <-> str conversion, with room for a sign
+
 
 def encode(value: Any) -> bytes:
     """One frame holding ``value``; raises TypeError, OverflowError or UnicodeEncodeError."""
-    payload = _ENCODER.encode(value)
+    try:
+        payload = _ENCODER.encode(value)
+    except OverflowError:  # an int past 64 bits somewhere: rare, so only then walk the value
+        payload = _ENCODER.encode(_widened(value))
     return _HEADER.pack(len(payload)) + payload
+
+
+def _widened(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -(2**63) <= value < 2**64:
+            return value
+        return msgspec.msgpack.Ext(BIG_INT, str(value).encode())
+    if isinstance(value, list | tuple):
+        return [_widened(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _widened(item) for key, item in value.items()}
+    return value
+
+
+def big_int(code: int, data: memoryview) -> int:
+    """msgspec's ``ext_hook``: the one extension the wire carries, an int past 64 bits."""
+    text = bytes(data)
+    if code != BIG_INT or not 0 < len(text) <= _BIG_DIGITS:
+        raise ValueError(f"an unknown msgpack extension (code {code}, {len(text)} bytes)")
+    try:
+        return int(text.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("a big int that is not decimal digits") from None
 
 
 def frame_length(header: bytes) -> int:
@@ -117,7 +148,7 @@ def split_reply(payload: bytes) -> tuple[Status, msgspec.Raw]:
 
 def decoder(kind: Any) -> Callable[[msgspec.Raw], Any]:
     """A strict reader of payloads of type ``kind``; raises WireError naming what was wrong."""
-    reader: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(kind)
+    reader: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(kind, ext_hook=big_int)
 
     def read(raw: msgspec.Raw) -> Any:
         try:
@@ -158,6 +189,14 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
         chunks.append(chunk)
         remaining -= len(chunk)
     return b"".join(chunks)
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, so the target's words cannot drive a terminal."""
+    return text.translate(_CONTROL)
 
 
 def cut(text: str) -> str:

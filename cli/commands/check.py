@@ -85,9 +85,9 @@ def register(subparsers: Any) -> None:
     limits.add_argument(
         "--output-limit",
         type=int,
-        default=1024 * 1024,
+        default=16 * 1024 * 1024,
         metavar="BYTES",
-        help="bytes the target may write to stdout and stderr together; default 1 MiB",
+        help="bytes the target may write to stdout and stderr together; default 16 MiB",
     )
     limits.add_argument(
         "--sandbox",

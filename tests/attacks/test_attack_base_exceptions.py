@@ -28,3 +28,20 @@ def test_unformattable_exception_is_proto_1(tmp_path: Path, capsys: object) -> N
     path = write_attack(tmp_path, RUDE)
     outcome = check_in_process(capsys, f"{path}:RaisesUnformattable")
     failed(outcome, "PROTO-1", "Unformattable whose text cannot be formatted")
+
+
+TERMINAL = """
+import sys
+
+class Attack(Buggy):
+    def schedule(self):
+        sys.stderr.write("\\x1b]0;owned\\x07\\x1b[2J")
+        raise ValueError("\\x1b[31mred\\x1b[0m")
+"""
+
+
+def test_the_targets_text_cannot_drive_the_terminal(tmp_path: Path, capsys: object) -> None:
+    path = write_attack(tmp_path, TERMINAL)
+    outcome = check_in_process(capsys, f"{path}:Attack")
+    failed(outcome, "PROTO-1", "\\x1b[31mred")
+    assert "\x1b" not in outcome.out
