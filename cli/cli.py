@@ -17,7 +17,17 @@ from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import WorkloadError
 
 # Each module defines ``register(subparsers)``, which adds its parser and sets ``func``.
-COMMANDS = ("replay", "reconstruct", "report", "check", "mutants", "bench", "prove", "synth")
+COMMANDS = (
+    "replay",
+    "reconstruct",
+    "report",
+    "check",
+    "record",
+    "mutants",
+    "bench",
+    "prove",
+    "synth",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

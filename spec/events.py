@@ -8,6 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share"]
+"""What an engine does to one request while it schedules an iteration, in the order it does it
+(spec/eventlog.md, version 2): the step's computation and the end-of-iteration finishes and frees
+are summarized by the event's other fields."""
+OP_KINDS: tuple[OpKind, ...] = get_args(OpKind)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scheduling operation on ``request``; ``pages`` for ``free``, ``alloc`` and ``share``."""
+
+    kind: OpKind
+    request: str
+    pages: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,11 @@ class IterationEvent:
     """Pages released by this iteration's preemptions, apart from ``freed``, which then holds only
     the releases at the end of the iteration. ``None``: ``freed`` holds both (version 1 logs), so
     a request preempted, re-admitted and finished in one iteration cannot be told apart there."""
+    schedule: tuple[Op, ...] | None = None
+    """The scheduling operations in the order the engine did them (an event log of version 2).
+    ``None``: the fixed order of version 1 (preemptions, admissions, then allocation), with the
+    pages of a preempted request in ``freed``. When set, ``freed`` holds only the frees at the end
+    of the iteration and ``admitted``, ``preempted``, ``allocated`` and ``shared`` summarize it."""
 
     @property
     def pages_in_use(self) -> int:

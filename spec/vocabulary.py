@@ -19,6 +19,10 @@ Profile = Literal["ci", "dev", "thorough"]
 PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)
 DEFAULT_PROFILE: Profile = "ci"
 
+Engine = Literal["vllm"]
+"""Engines ``kvsched record`` can drive (checks/record/): each writes a version-2 event log."""
+ENGINE_NAMES: tuple[Engine, ...] = get_args(Engine)
+
 PercentileMethod = Literal[
     "linear",
     "lower",

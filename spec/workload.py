@@ -200,6 +200,11 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
     }
 
 
+def _numbers(r: Request) -> dict[str, Any]:
+    return {"id": r.id, "arrival": r.arrival, "prompt_tokens": r.prompt_tokens,
+            "output_tokens": r.output_tokens}  # fmt: skip
+
+
 def _parse_limits(raw: Any, source: str) -> Limits:
     where = f"{source}: limits"
     if not isinstance(raw, Mapping):
@@ -249,7 +254,7 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
                 f"(first used by request #{seen[request_id]})"
             )
         seen[request_id] = index
-        numbers = {
+        numbers: dict[str, Any] = {
             field: _integer(item[field], bounds, f"{label}: field '{field}'")
             for field, bounds in _REQUEST_FIELDS.items()
             if bounds is not None

@@ -113,7 +113,7 @@ def without(document: dict[str, Any], field: str) -> dict[str, Any]:
 
 # (line index, corruption, the field the reader must name); each breaks the schema too.
 CORRUPTIONS: list[tuple[int, Callable[[dict[str, Any]], Any], str]] = [
-    (0, lambda d: {**d, "version": 2}, "version"),
+    (0, lambda d: {**d, "version": 3}, "version"),
     (0, lambda d: {**d, "version": True}, "version"),
     (0, lambda d: without(d, "version"), "version"),
     (0, lambda d: {**d, "format": "other"}, "format"),
@@ -208,7 +208,7 @@ def test_unreadable_and_non_json_logs_are_invalid_input(tmp_path: Path) -> None:
         read_run(tmp_path / "missing.jsonl")
     path = tmp_path / "broken.jsonl"
     path.write_text('{"type": "header",\n')
-    with pytest.raises(EventLogError, match="line 1: not valid JSON"):
+    with pytest.raises(EventLogError, match=re.escape("line 1 (header): not valid JSON")):
         read_run(path)
 
 

@@ -1,25 +1,19 @@
-"""One line of a JSONL event log: to JSON, and back with every field checked (spec/eventlog.md).
+"""One line of a version-1 event log: to JSON, and back with every field checked by hand.
 
-A line is checked on its own here, against the same rules as ``schemas/eventlog.schema.json``;
-what spans lines (the order of lines, iteration numbers) is :mod:`.jsonl`'s. A malformed line
-raises :class:`EventLogError` naming the file, the line and the field.
+The fast reader (:mod:`.version1`) decodes lines with msgspec; when it refuses one, the checks
+here read it again, field by field, against the same rules as ``schemas/eventlog.schema.json``,
+to say exactly what is wrong. What spans lines is :mod:`.stream`'s. A malformed line raises
+:class:`EventLogError` naming the file, the line and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
-from kvsched.spec.strict_json import json_kind, parse_json_text
-from kvsched.spec.workload import (
-    Workload,
-    WorkloadError,
-    parse_workload,
-)
+from kvsched.spec.strict_json import json_kind
 
 LOG_FORMAT = "kvsched-eventlog"
 LOG_VERSION = 1
@@ -75,53 +69,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, str | tuple | list):
         return list(value)
     return value
-
-
-def parse_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    document = parse_json_text(line, f"{path}: line {number}", EventLogError)
-    if not isinstance(document, dict):
-        raise EventLogError(
-            f"{path}: line {number}: must be a JSON object, got {json_kind(document)}"
-        )
-    return document
-
-
-def parse_header(document: dict[str, Any], path: Path) -> tuple[Workload, TargetProperties]:
-    where = f"{path}: line 1 (header)"
-    if document.get("type") != "header":
-        raise EventLogError(
-            f"{where}: field 'type' must be 'header': an event log starts with "
-            f"its header, got {document.get('type')!r}"
-        )
-    _known(document, {"type", "format", "version", "workload", "target"}, where)
-    expected = {"type": "header", "format": LOG_FORMAT, "version": LOG_VERSION}
-    for field, value in expected.items():
-        if field not in document:
-            raise EventLogError(f"{where}: missing field '{field}'")
-        if type(document[field]) is not type(value) or document[field] != value:
-            raise EventLogError(
-                f"{where}: field '{field}' must be {value!r}, got {document[field]!r}"
-            )
-    for field in ("workload", "target"):
-        if field not in document:
-            raise EventLogError(f"{where}: missing field '{field}'")
-    try:
-        workload = parse_workload(document["workload"], source=f"{where}: field 'workload'")
-        properties = parse_properties(document["target"], where=f"{where}: field 'target'")
-    except (WorkloadError, PropertiesError) as error:
-        raise EventLogError(str(error)) from None
-    outside = [page for page in properties.reserved_pages if page >= workload.limits.pool_pages]
-    if outside:
-        raise EventLogError(
-            f"{where}: field 'target': reserved page {outside[0]} lies outside the pool of "
-            f"{workload.limits.pool_pages} pages (ids 0 to {workload.limits.pool_pages - 1})"
-        )
-    if not properties.policy:
-        raise EventLogError(
-            f"{where}: field 'target': missing field 'policy' (a log declares "
-            "the policy its target implements)"
-        )
-    return workload, properties
 
 
 def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:
@@ -193,7 +140,7 @@ def _known(document: Mapping[str, Any], known: set[str], where: str) -> None:
         )
 
 
-def check_engine_ids(event: IterationEvent, known: set[str], where: str) -> None:
+def check_engine_ids(event: IterationEvent, known: Set[str], where: str) -> None:
     """``arrived`` and ``waiting`` are the engine's own records: only the workload's requests."""
     for name in ("arrived", "waiting"):
         unknown = [rid for rid in getattr(event, name) if rid not in known]

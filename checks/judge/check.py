@@ -75,6 +75,8 @@ class CheckOptions:
     """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
     proof_requests: int = 5
     """Requests in the Z3 induction proofs cited for a reference scheduler; 0 skips them."""
+    all_findings: bool = False
+    """For an event log: check on after a violation, for every invariant's first violation."""
 
 
 def check_target(
@@ -129,7 +131,7 @@ def check_target(
             target.spec, tuple(verdicts), allocator, time.monotonic() - started, notes=notes
         )
     assert isinstance(target, EventLogTarget)
-    verdict = check_event_log(target.spec, target.path, options.policy)
+    verdict = check_event_log(target.spec, target.path, options.policy, options.all_findings)
     return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
 
 

@@ -1,9 +1,10 @@
 """The verdict on a recorded event log: a run from any engine, judged offline.
 
 The log (spec/eventlog.md) carries its workload and the target's declared properties, so nothing
-of the engine that wrote it is imported: :func:`~kvsched.checks.eventlog.read_run`
-reads it and the runtime monitor replays it. A recording cannot be rerun or shrunk, so a
-violation is shown on the log's own workload, iteration by iteration up to the violation.
+of the engine that wrote it is imported: :func:`~kvsched.checks.eventlog.check.check_stream`
+reads it line by line and the runtime monitor checks each line as it comes. A recording cannot
+be rerun or shrunk, so a violation is shown on the log's own workload, iteration by iteration up
+to the violation.
 """
 
 from __future__ import annotations
@@ -11,32 +12,54 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from kvsched.checks.eventlog.jsonl import EventLogError, read_run
-from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, build_verdict
-from kvsched.reference.efficiency import measure
 from kvsched.spec.properties import TargetProperties
 
 
-def check_event_log(label: str, path: Path, policy: str = "") -> Verdict:
-    """Judge the log at ``path``; ``policy``, if given, must be the one the log declares."""
-    run, properties = read_run(path)
+def check_event_log(
+    label: str, path: Path, policy: str = "", all_findings: bool = False
+) -> Verdict:
+    """Judge the log at ``path``; ``policy``, if given, must be the one the log declares.
+    With ``all_findings`` the verdict has the first violation of every invariant."""
+    checked = check_stream(path, all_findings)
+    header = checked.header
+    properties = header.properties
     if policy and policy != properties.policy:
         raise EventLogError(
             f"{path}: the log declares policy {properties.policy!r}; --policy {policy} "
             "cannot change what the recorded target did"
         )
-    finding = monitor_run(run, properties)
-    evidence = Evidence(log_iterations=len(run.events))
+    finding = checked.finding
+    evidence = Evidence(log_iterations=checked.iterations)
     failing = None
     if finding is not None:
-        failing = FailingWorkload(run.workload, f"the recorded log {path.name}")
-    notes = () if properties.lesson_model else (f"declared by the log: {_declared(properties)}",)
-    efficiency = tuple(measure(run.workload, run.events, properties).by_id().items())
+        failing = FailingWorkload(header.workload, f"the recorded log {path.name}")
+    figures = checked.efficiency.by_id() if checked.efficiency is not None else {}
+    efficiency = tuple(figures.items())
+    notes: list[str] = []
+    if not properties.lesson_model:
+        notes.append(f"declared by the log: {_declared(properties)}")
+    if header.pages == "counts":
+        notes.append(
+            "the log counts pages without naming them: PAGE-2 (one owner per page) cannot be "
+            "checked, and page ids in a finding are stand-ins"
+        )
+    notes += [f"also violated: {later}" for later in checked.later]
     return build_verdict(
-        label, "event log", properties.policy, evidence, finding, failing, notes=notes,
-        properties=properties, efficiency=efficiency, efficiency_on="the recorded log",
-    )  # fmt: skip
+        label,
+        "event log",
+        properties.policy,
+        evidence,
+        finding,
+        failing,
+        notes=tuple(notes),
+        later=checked.later if all_findings else None,
+        properties=properties,
+        efficiency=efficiency,
+        efficiency_on="the recorded log",
+    )
 
 
 def _declared(properties: TargetProperties) -> str:

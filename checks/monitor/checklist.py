@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import Monitor, RunEnd, at_end, per_iteration
+from kvsched.checks.monitor.schedule import check_schedule
 from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent
 
@@ -47,6 +48,24 @@ def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | No
     )
 
 
+# The schedule in the engine's order (spec/eventlog.md 8.2) ----------------------------------
+@per_iteration(
+    "preemption",
+    *("REQ-1", "REQ-2", "BATCH-1", "BATCH-2", "BATCH-4", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5"),
+)
+def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A version-2 event's schedule, operation by operation: arrivals, preemptions and their
+    frees, admissions, pages. The fixed-order checks of the next steps then skip it."""
+    if event.schedule is None:
+        return None
+    batch = monitor.batch
+
+    def limits(n: int) -> Finding | None:
+        return batch.check_slots(n) or batch.check_commitment(n)
+
+    return check_schedule(event.iteration, event.schedule, monitor.requests, monitor.pages, limits)
+
+
 # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
 @per_iteration("preemption", "LIVE-3")
 def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
@@ -58,6 +77,8 @@ def preempted_requests_leave_with_their_pages(
     monitor: Monitor, event: IterationEvent
 ) -> Finding | None:
     n, pages = event.iteration, monitor.pages
+    if event.schedule is not None:  # version 2: the ordered schedule's own check
+        return None
     # Version 2 keeps preemption's releases apart from the finish's; version 1 has one list.
     released = event.preempt_freed if event.preempt_freed is not None else event.freed
     for rid in event.preempted:
@@ -75,6 +96,8 @@ def preempted_requests_leave_with_their_pages(
 # 3.2 Admission --------------------------------------------------------------------------------
 @per_iteration("admission", "REQ-1", "REQ-2", "BATCH-2")
 def admitted_after_arrival(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
     return monitor.requests.admit(event.iteration, event.admitted)
 
 
@@ -85,11 +108,15 @@ def admitted_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> F
 
 @per_iteration("admission", "BATCH-1")
 def slots_within_the_batch_limit(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
     return monitor.batch.check_slots(event.iteration)
 
 
 @per_iteration("admission", "PAGE-5")
 def commitment_within_the_pool(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:
+        return None
     return monitor.batch.check_commitment(event.iteration)
 
 
@@ -110,6 +137,8 @@ def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | 
 # 3.3 Page growth ------------------------------------------------------------------------------
 @per_iteration("pages", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5")
 def page_tables_of_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if event.schedule is not None:  # its pages were taken in order, with its schedule
+        return None
     return monitor.pages.update(event.iteration, event, monitor.requests.active)
 
 
@@ -161,7 +190,8 @@ def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> 
 
 @per_iteration("completion", "PAGE-3")
 def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    split = event.preempt_freed is not None
+    # Version 2 keeps the update's frees apart from preemption's (preempt_freed or the schedule).
+    split = event.preempt_freed is not None or event.schedule is not None
     for rid, freed in event.freed.items():
         if split or rid not in event.preempted:  # else checked with the preemption
             why = "finished" if rid in event.finished else "freed"

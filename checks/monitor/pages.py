@@ -56,6 +56,22 @@ class PageLedger:
                     return finding
         return None
 
+    def grow(
+        self, n: int, rid: str, pages: tuple[int, ...], shared: bool, batch: Collection[str]
+    ) -> Finding | None:
+        """``pages`` join the end of ``rid``'s table, fresh or (``shared``) by reference."""
+        if rid not in batch:
+            return _found(
+                "PAGE-4",
+                n,
+                f"request {rid!r} got pages {page_list(pages)} in iteration {n} but is not in "
+                "the batch",
+                pages,
+                rid,
+            )
+        before = self.tables.get(rid, ())
+        return self._change(n, rid, before, before + pages, pages if shared else ())
+
     def _change(
         self, n: int, rid: str, before: tuple[int, ...], now: tuple[int, ...], shared: Iterable[int]
     ) -> Finding | None:

@@ -68,8 +68,42 @@ class RequestLedger:
         ):
             request = self.arrivals[self.next_arrival]
             self.next_arrival += 1
-            self.state[request.id] = WAITING
-            self.queue[request.id] = None
+            if request.id not in self.state:  # not already arrived by an explicit operation
+                self.state[request.id] = WAITING
+                self.queue[request.id] = None
+
+    def arrive_now(self, n: int, request_id: str) -> Finding | None:
+        """``request_id`` reaches the scheduler in the middle of iteration ``n`` (a version-2
+        log's ``arrive``): it queues now, so what was scheduled before did not see it. It may
+        come this early only if it arrives at time ``n`` or before (3.1), and only once."""
+        request = self.requests.get(request_id)
+        if request is None:
+            return _found(
+                "REQ-1",
+                n,
+                f"{request_id!r} arrived in iteration {n} but no request of the workload is",
+                request_id,
+            )
+        if request.arrival > n:
+            return _found(
+                "REQ-1",
+                n,
+                f"request {request_id!r} arrived in iteration {n} but arrives at time "
+                f"{request.arrival}, so it may reach the scheduler during iteration "
+                f"{request.arrival} at the earliest",
+                request_id,
+            )
+        if request_id in self.state:
+            return _found(
+                "REQ-1",
+                n,
+                f"request {request_id!r} arrived again in iteration {n}; it is already "
+                f"{self.where(request_id)}",
+                request_id,
+            )
+        self.state[request_id] = WAITING
+        self.queue[request_id] = None
+        return None
 
     # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
     def preempt(self, n: int, request_id: str) -> Finding | None:

@@ -56,7 +56,11 @@ class Monitor:
     """
 
     def __init__(
-        self, workload: Workload, policy: str, properties: TargetProperties | None = None
+        self,
+        workload: Workload,
+        policy: str,
+        properties: TargetProperties | None = None,
+        all_findings: bool = False,
     ) -> None:
         declared = properties if properties is not None else TargetProperties(policy=policy)
         if policy and declared.policy and declared.policy != policy:
@@ -93,10 +97,15 @@ class Monitor:
         self.iteration = 0
         self.recent: deque[IterationEvent] = deque(maxlen=RECENT)
         self.finding: Finding | None = None
+        self.all_findings = all_findings
+        """Keep checking after a violation, for the first violation of every other invariant.
+        A check that found one stops where it found it, so later findings may follow from it."""
+        self.findings: dict[str, Finding] = {}
+        """The first finding of each invariant, in the order they were found."""
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """Check one iteration; ``None`` if it is clean. After a finding, returns that finding."""
-        if self.finding is not None:
+        if self.finding is not None and not self.all_findings:
             return self.finding
         if event.iteration != self.iteration + 1:
             raise ValueError(
@@ -113,21 +122,27 @@ class Monitor:
         # The two loops are _first inlined: this runs once per iteration of every checked run.
         for check in self.until_decode:
             if (finding := check.run(self, event)) is not None:
-                return self._settle(check, finding)
+                settled = self._settle(check, finding)
+                if not self.all_findings:
+                    return settled
         self.computed = computed_tokens(self.requests, event)
         for check in self.from_decode:
             if (finding := check.run(self, event)) is not None:
-                return self._settle(check, finding)
-        return None
+                settled = self._settle(check, finding)
+                if not self.all_findings:
+                    return settled
+        return self.finding
 
     def finish(self, drained: bool, fault: SchedulerFault | None = None) -> Finding | None:
         """The end-of-run checks: the target kept answering (PROTO-1, when ``fault`` stopped the
         run), then every request finished (REQ-2 if the run drained, else LIVE-1)."""
-        if self.finding is None:
+        if self.finding is None or self.all_findings:
             end = RunEnd(drained, fault)
             for check in END_CHECKS:
                 if (finding := check.run(self, end)) is not None:
-                    return self._settle(check, finding)
+                    first = self._settle(check, finding)
+                    if not self.all_findings:
+                        return first
         return self.finding
 
     def _settle(self, check: Check[IterationEvent] | Check[RunEnd], finding: Finding) -> Finding:
@@ -137,7 +152,10 @@ class Monitor:
                 f"monitor check {check.name} reported {finding.invariant} but registered "
                 f"only {', '.join(check.ids)}: add the id to its registration"
             )
-        self.finding = replace(finding, recent=tuple(self.recent))
+        kept = replace(finding, recent=tuple(self.recent))
+        self.findings.setdefault(kept.invariant, kept)
+        if self.finding is None:
+            self.finding = kept
         return self.finding
 
 

@@ -8,7 +8,7 @@ The forms of TARGET:
   ``Class`` may also be any callable taking :class:`~kvsched.spec.workload.Limits`.
 - ``path/to/solution.py`` (or ``package.module``) with no ``:Class``: a learner's solution
   exposing ``allocate_kv_pages`` and ``schedule_iteration`` (spec/learner.md).
-- ``path/to/run.jsonl``: a recorded event log, checked offline.
+- ``path/to/run.jsonl`` (or ``.jsonl.gz``): a recorded event log, checked offline.
 
 Anything that cannot be loaded raises :class:`TargetError` with what is missing and how to fix
 it; ``kvsched check`` prints it and exits 2. Importing runs the target's module-level code, so
@@ -72,7 +72,7 @@ def load_target(spec: str) -> Target:
         raise TargetError(
             "empty target; give package.module:Class, file.py:Class, file.py or a .jsonl log"
         )
-    if spec.endswith(".jsonl"):
+    if spec.endswith((".jsonl", ".jsonl.gz")):
         path = Path(spec)
         if not path.is_file():
             raise TargetError(f"event log {spec}: no such file")

@@ -195,21 +195,26 @@ def build_verdict(
     properties: TargetProperties | None = None,
     efficiency: tuple[tuple[str, int], ...] = (),
     efficiency_on: str = "",
+    later: tuple[Finding, ...] | None = None,
 ) -> Verdict:
     """Build the verdict for every invariant of the catalogue from the check's outcome.
 
     An invariant is violated if it is the finding's; not applicable if the target's policy does
     not constrain it (``applicable``); not checked if the check stopped before it got evidence
     (``exercised`` names what was exercised, all applicable ones by default); else it holds.
+    ``later``: the check went on after ``finding`` and found these first violations of other
+    invariants (``kvsched check --all-findings``); ``None``: it stopped at ``finding``.
     """
     applicable_ids = {i.id for i in applicable(policy, properties)}
+    violated = {f.invariant for f in (finding, *(later or ())) if f is not None}
+    stopped = finding is not None and later is None  # else it checked on (all findings)
     rows = []
     for invariant in CATALOGUE:
-        if finding is not None and invariant.id == finding.invariant:
+        if invariant.id in violated:
             status = VIOLATED
         elif invariant.id not in applicable_ids:
             status = NOT_APPLICABLE
-        elif finding is not None or (exercised is not None and invariant.id not in exercised):
+        elif stopped or (exercised is not None and invariant.id not in exercised):
             status = NOT_CHECKED
         else:
             status = HOLDS

@@ -105,6 +105,12 @@ def register(subparsers: Any) -> None:
         "(0: skip; default 5)",
     )
     parser.add_argument(
+        "--all-findings",
+        action="store_true",
+        help="for an event log: check on after a violation and report the first violation of "
+        "every invariant, each with its iteration (later ones may follow from earlier ones)",
+    )
+    parser.add_argument(
         "--strict-inputs",
         action="store_true",
         help="grade what a learner's allocate_kv_pages does outside the exercise's inputs "
@@ -138,8 +144,14 @@ def main(args: argparse.Namespace) -> int:
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
     workload = workload_from_spec(args.workload) if args.workload else None
-    if workload is not None and args.target.endswith(".jsonl"):
+    is_log = args.target.endswith((".jsonl", ".jsonl.gz"))
+    if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
+    if args.all_findings and not is_log:
+        raise UsageError(
+            "--all-findings applies to an event log (path/to/run.jsonl): a scheduler's violation "
+            "is shrunk to its smallest workload, one at a time"
+        )
     options = CheckOptions(
         workload=workload,
         workload_file=str(args.workload) if args.workload else "",
@@ -150,6 +162,7 @@ def main(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         strict_inputs=args.strict_inputs,
         proof_requests=args.z3_requests,
+        all_findings=args.all_findings,
     )
     try:
         report = check_hosted(args.target, options, confinement)

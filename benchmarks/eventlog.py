@@ -1,0 +1,84 @@
+"""Reading and checking recorded event logs: iterations per second and peak memory.
+
+A log of 10^5 iterations of the reference continuous scheduler with about 40 active requests and
+pages of 16 tokens (:mod:`benchmarks.logs`), in version 2, plain and gzip. Times are process CPU
+seconds (``timer = time.process_time``): on shared cores the wall clock also measures the
+neighbours. Information, not a gate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from benchmarks.logs import write_logs
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.stream import LogReader
+from kvsched.checks.monitor.runtime import Monitor
+
+LOGS = ("v2.jsonl", "v2.jsonl.gz")
+ITERATIONS = 100_000
+PREFIX = 20_000
+"""Iterations the monitor-alone comparison holds in memory."""
+
+
+class EventLogCheck:
+    """``kvsched check run.jsonl``'s work: read, decode, lower and monitor, streaming."""
+
+    params: ClassVar[list[str]] = list(LOGS)
+    param_names = ("log",)
+    timeout = 1800
+    timer = time.process_time
+    number = 1
+    repeat = 1
+
+    def setup_cache(self) -> str:
+        directory = Path("eventlog-logs").resolve()
+        directory.mkdir(exist_ok=True)
+        write_logs(directory, ITERATIONS, version_1=False)
+        return str(directory)
+
+    def time_check(self, directory: str, log: str) -> None:
+        _clean(Path(directory, log))
+
+    def peakmem_check(self, directory: str, log: str) -> None:
+        _clean(Path(directory, log))
+
+    def track_iterations_per_second(self, directory: str, log: str) -> float:
+        started = time.process_time()
+        iterations = _clean(Path(directory, log))
+        return iterations / (time.process_time() - started)
+
+    track_iterations_per_second.unit = "iterations/s"  # type: ignore[attr-defined]
+
+    def track_ratio_to_monitor(self, directory: str, log: str) -> float:
+        """(read + check) over the monitor alone on events already in memory, first 20,000."""
+        path = Path(directory, log)
+        reader = LogReader(path)
+        events = list(itertools.islice(reader.events(), PREFIX))
+        header = reader.header
+        started = time.process_time()
+        _monitor(header, events)
+        alone = time.process_time() - started
+        started = time.process_time()
+        streamed = LogReader(path)
+        _monitor(streamed.header, itertools.islice(streamed.events(), PREFIX))
+        return (time.process_time() - started) / alone
+
+    track_ratio_to_monitor.unit = "ratio"  # type: ignore[attr-defined]
+
+
+def _clean(path: Path) -> int:
+    checked = check_stream(path)
+    if checked.finding is not None:
+        raise AssertionError(f"the reference run's log has a finding: {checked.finding}")
+    return checked.iterations
+
+
+def _monitor(header, events) -> None:  # type: ignore[no-untyped-def]
+    monitor = Monitor(header.workload, header.properties.policy, header.properties)
+    for event in events:
+        if monitor.observe(event) is not None:
+            raise AssertionError(f"finding in the reference run: {monitor.finding}")

@@ -1,0 +1,40 @@
+"""Time one way of reading a log, by hand: ``python benchmarks/read_log.py LOG read|check|monitor``.
+
+``read``: decode and lower every line, no monitor. ``check``: read and check, streaming, as
+``kvsched check`` does. ``monitor``: the monitor alone over events read into memory first. Prints
+iterations per CPU second and the peak resident memory. Not an asv benchmark (see eventlog.py).
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.stream import LogReader
+from kvsched.checks.monitor.runtime import Monitor
+
+
+def main(path: str, mode: str) -> None:
+    started = time.process_time()
+    if mode == "check":
+        iterations = check_stream(path).iterations
+    elif mode == "read":
+        iterations = sum(1 for _ in LogReader(path).events())
+    else:
+        reader = LogReader(path)
+        events = list(reader.events())
+        header = reader.header
+        started = time.process_time()
+        monitor = Monitor(header.workload, header.properties.policy, header.properties)
+        for event in events:
+            monitor.observe(event)
+        iterations = len(events)
+    seconds = time.process_time() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{mode}: {iterations} iterations, {iterations / seconds:,.0f}/s, peak {peak:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,106 @@
+"""The first line of an event log: its format, version, workload and the target's declarations.
+
+Versions 1 and 2 share the header; version 2 adds ``pages``, which says whether the log names
+page ids (``"ids"``, the default) or only counts them (``"counts"``, a count-only allocator).
+The header is small and read once, so it goes through :mod:`json`, which names a repeated key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvsched.checks.eventlog.lines import LOG_FORMAT, EventLogError
+from kvsched.checks.eventlog.source import strict_json
+from kvsched.checks.eventlog.version2 import PageMode
+from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
+from kvsched.spec.strict_json import json_kind
+from kvsched.spec.workload import Workload, WorkloadError, parse_workload
+
+VERSIONS = (1, 2)
+PAGE_MODES: tuple[PageMode, ...] = ("ids", "counts")
+
+
+@dataclass(frozen=True)
+class LogHeader:
+    """What a log's header declares."""
+
+    version: int
+    workload: Workload
+    properties: TargetProperties
+    pages: PageMode = "ids"
+
+
+def parse_header(line: bytes, path: Path) -> LogHeader:
+    where = f"{path}: line 1 (header)"
+    document = strict_json(line, where)
+    if not isinstance(document, dict):
+        raise EventLogError(f"{where}: must be a JSON object, got {json_kind(document)}")
+    if document.get("type") != "header":
+        raise EventLogError(
+            f"{where}: field 'type' must be 'header': an event log starts with "
+            f"its header, got {document.get('type')!r}"
+        )
+    if "format" not in document:
+        raise EventLogError(f"{where}: missing field 'format'")
+    if document["format"] != LOG_FORMAT:
+        raise EventLogError(
+            f"{where}: field 'format' must be {LOG_FORMAT!r}, got {document['format']!r}"
+        )
+    version = _version(document, where)
+    known = {"type", "format", "version", "workload", "target"} | (
+        {"pages"} if version > 1 else set()
+    )
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise EventLogError(
+            f"{where}: unknown field '{unknown[0]}' in a version-{version} header "
+            f"(known fields: {', '.join(sorted(known))})"
+        )
+    for field in ("workload", "target"):
+        if field not in document:
+            raise EventLogError(f"{where}: missing field '{field}'")
+    try:
+        workload = parse_workload(document["workload"], source=f"{where}: field 'workload'")
+        properties = parse_properties(document["target"], where=f"{where}: field 'target'")
+    except (WorkloadError, PropertiesError) as error:
+        raise EventLogError(str(error)) from None
+    if not properties.policy:
+        raise EventLogError(
+            f"{where}: field 'target': missing field 'policy' (a log declares "
+            "the policy its target implements)"
+        )
+    pages = _pages(document.get("pages", "ids"), where)
+    if pages == "counts" and properties.prefix_sharing:
+        raise EventLogError(
+            f"{where}: field 'pages': a count-only log cannot declare prefix sharing, which "
+            'is about which pages two requests hold; list page ids ("pages": "ids")'
+        )
+    for page in properties.reserved_pages:
+        if page >= workload.limits.pool_pages:
+            raise EventLogError(
+                f"{where}: field 'target': reserved page {page} lies outside the pool of "
+                f"{workload.limits.pool_pages} pages"
+            )
+    return LogHeader(version, workload, properties, pages)
+
+
+def _version(document: dict[str, Any], where: str) -> int:
+    if "version" not in document:
+        raise EventLogError(f"{where}: missing field 'version'")
+    version = document["version"]
+    # true == 1 and 1.0 == 1 in Python; neither is a version number in a log.
+    if type(version) is not int or version not in VERSIONS:
+        raise EventLogError(
+            f"{where}: field 'version' must be the integer 1 or 2, got {version!r} "
+            f"({json_kind(version)}); this reader knows versions 1 and 2"
+        )
+    return version
+
+
+def _pages(value: Any, where: str) -> PageMode:
+    for mode in PAGE_MODES:
+        if value == mode:
+            return mode
+    raise EventLogError(f'{where}: field \'pages\' must be "ids" or "counts", got {value!r}')

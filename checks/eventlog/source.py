@@ -1,0 +1,106 @@
+"""The bytes of an event log, one numbered line at a time, and one line decoded with msgspec.
+
+A log is read as a stream, plain or gzip (told by its first two bytes, not by its name), so the
+memory a check takes follows the run's live state, never the log's length. Each line is decoded
+by msgspec straight into a typed struct, which validates it in the same pass; the text of an
+error is built only when a line is wrong.
+
+JSON lets an object repeat a key, and a decoder keeps the last value; a log that says two things
+at once is malformed here. msgspec gives no hook for that, so :func:`decode_line` re-encodes what
+it decoded: a line that is no longer than its canonical encoding (spaces aside) can hold no
+repeated key, since every other difference (escapes, other whitespace) makes a line longer. Only
+the rare line that differs is parsed again by :mod:`json`, which names the repeated key.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.spec.strict_json import decode_json
+
+T = TypeVar("T")
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ENCODER = msgspec.json.Encoder()
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The lines of the log at ``path``, numbered from 1, without their line ends."""
+    try:
+        raw = path.open("rb")
+    except OSError as error:
+        raise EventLogError(f"{path}: cannot read the event log ({error.strerror})") from None
+    number = 0
+    with raw:
+        compressed = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        stream: Iterable[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        try:
+            for number, line in enumerate(stream, start=1):
+                yield number, line.rstrip(b"\r\n")
+        except (OSError, EOFError, zlib.error) as error:
+            what = "a broken or truncated gzip stream" if compressed else str(error)
+            raise EventLogError(f"{path}: line {number + 1}: cannot read ({what})") from None
+
+
+def decode_line(decoder: msgspec.json.Decoder[T], line: bytes, where: str) -> T:
+    """``line`` decoded into the decoder's type; :class:`EventLogError` naming the field if not."""
+    try:
+        value = decoder.decode(line)
+    except msgspec.ValidationError as error:
+        raise EventLogError(f"{where}: {validation_message(str(error))}") from None
+    except msgspec.DecodeError as error:
+        raise EventLogError(f"{where}: {json_problem(line, str(error))}") from None
+    except RecursionError:
+        raise EventLogError(f"{where}: not valid JSON (nested too deeply)") from None
+    encoded = _ENCODER.encode(value)
+    if len(line) - line.count(b" ") > len(encoded) - encoded.count(b" "):
+        reject_repeated_keys(line, where)
+    return value
+
+
+def strict_json(line: bytes, where: str) -> Any:
+    """``line`` parsed by :mod:`json`, strictly (spec/strict_json.py): for the header, and for
+    precise messages about a line msgspec refused."""
+    return decode_json(line, where, EventLogError)
+
+
+def reject_repeated_keys(line: bytes, where: str) -> None:
+    strict_json(line, where)
+
+
+def json_problem(line: bytes, message: str) -> str:
+    """Why ``line`` is not JSON, in the words of :mod:`json` when it can say (with a column)."""
+    try:
+        strict_json(line, "")
+    except EventLogError as error:
+        return str(error)[2:]  # strict_json's message without the empty location
+    return f"not valid JSON ({message})"
+
+
+def validation_message(message: str) -> str:
+    """msgspec's message, with its JSON path as the field a reader looks for.
+
+    ``Expected `int`, got `str` - at `$.pages[0]``` reads ``field 'pages[0]': expected int, got
+    str``; an unknown or missing field is named the same way.
+    """
+    text, _, path = message.partition(" - at `")
+    text = text.replace("`", "'")
+    if path:
+        field = path.rstrip("`").removeprefix("$").removeprefix(".")
+        field = field.replace("key` in `$.", "key in ").replace("key` in `$", "key in ")
+        if field:
+            return f"field '{field}': {text[:1].lower()}{text[1:]}"
+    for prefix in ("Object missing required field ", "Object contains unknown field "):
+        if text.startswith(prefix):
+            name = text.removeprefix(prefix)
+            what = "missing field" if "missing" in prefix else "unknown field"
+            return f"{what} {name}"
+    return text[:1].lower() + text[1:]

@@ -1,0 +1,94 @@
+"""An event log read as a stream: the header, then one event at a time, then the fault if any.
+
+:class:`LogReader` holds only what spans lines (the next iteration number, the requests finished
+so far and, for version 2, the live page tables), so checking a log of a million iterations takes
+the memory of its live state. :func:`check_stream` feeds the runtime monitor as it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from kvsched.checks.eventlog.header import LogHeader, parse_header
+from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
+from kvsched.checks.eventlog.source import decode_line, numbered_lines
+from kvsched.checks.eventlog.version1 import decode_v1
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine, Lowering
+from kvsched.reference.engine import SchedulerFault
+from kvsched.spec.events import IterationEvent
+
+
+class LogReader:
+    """One pass over the log at ``path``: :attr:`header` at once, then :meth:`events`.
+
+    After :meth:`events` is exhausted, :attr:`fault` holds the fault line's fault (or ``None``),
+    :attr:`iterations` the number of iteration lines and :attr:`drained` whether the run ended
+    with every request finished and no fault.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lines = numbered_lines(self.path)
+        first = next(self._lines, None)
+        if first is None:
+            raise EventLogError(f"{self.path}: empty; an event log starts with a header line")
+        self.header: LogHeader = parse_header(first[1], self.path)
+        self.fault: SchedulerFault | None = None
+        self.iterations = 0
+        self._known = frozenset(r.id for r in self.header.workload.requests)
+        self._unfinished = set(self._known)
+        self._explicit: bool | None = None  # version 1: whether lines carry 'computed'
+
+    @property
+    def drained(self) -> bool:
+        return self.fault is None and not self._unfinished
+
+    def events(self) -> Iterator[IterationEvent]:
+        """Every iteration's event, in order; :class:`EventLogError` at the first bad line."""
+        header = self.header
+        lowering = (
+            Lowering(header.workload, header.properties, header.pages)
+            if header.version == 2
+            else None
+        )
+        for number, line in self._lines:
+            where = f"{self.path}: line {number}"
+            if self.fault is not None:
+                raise EventLogError(f"{where}: nothing may follow the fault line")
+            decoded: IterationEvent | SchedulerFault
+            if lowering is None:
+                decoded = decode_v1(line, where)
+            else:
+                read = decode_line(DECODER, line, where)
+                if isinstance(read, IterationLine):
+                    decoded = lowering.lower(read, where)
+                else:
+                    decoded = read.fault()
+            if isinstance(decoded, SchedulerFault):
+                self.fault = decoded
+                continue
+            if decoded.iteration != self.iterations + 1:
+                raise EventLogError(
+                    f"{where}: field 'iteration' must be {self.iterations + 1} "
+                    f"(iterations are numbered 1, 2, 3, ...), got {decoded.iteration}"
+                )
+            if lowering is None:
+                self._all_or_nothing(decoded, where)
+            check_engine_ids(decoded, self._known, where)
+            self.iterations += 1
+            self._unfinished.difference_update(decoded.finished)
+            yield decoded
+
+    def _all_or_nothing(self, event: IterationEvent, where: str) -> None:
+        has_computed = event.computed is not None
+        if self._explicit is None:
+            self._explicit = has_computed
+        required = self.header.properties.computes_explicitly
+        if has_computed != self._explicit or (required and not has_computed):
+            needed = "every iteration line" if self._explicit or required else "no line"
+            raise EventLogError(
+                f"{where}: field 'computed' must be in {needed} of this log "
+                "(it is all or nothing, and required when the target declares "
+                "chunked prefill, preemption or prefix sharing)"
+            )

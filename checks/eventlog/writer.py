@@ -1,0 +1,161 @@
+"""Writing event logs of version 2, line by line, plain or gzip (spec/eventlog.md, section 8).
+
+:class:`LogWriter` is what a recorder holds while an engine runs: it writes the header at once and
+each iteration as it ends, so a recording of any length takes constant memory. Lines come out in
+the canonical form the reader decodes fastest: compact, fields in schema order. :func:`v2_lines`
+turns a run of the reference engine (events in version 1's fixed order) into the same lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from kvsched.checks.eventlog.lines import LOG_FORMAT
+from kvsched.checks.eventlog.version1 import FaultLine
+from kvsched.checks.eventlog.version2 import (
+    ENCODER,
+    Admit,
+    Alloc,
+    Cache,
+    Compute,
+    Decode,
+    Finish,
+    Free,
+    IterationLine,
+    Operation,
+    PageMode,
+    Preempt,
+    Share,
+    Token,
+)
+from kvsched.reference.engine import Run, SchedulerFault
+from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties, properties_to_json
+from kvsched.spec.workload import Workload, workload_to_json
+
+
+def header_line(workload: Workload, properties: TargetProperties, pages: PageMode = "ids") -> str:
+    header = {
+        "type": "header",
+        "format": LOG_FORMAT,
+        "version": 2,
+        "workload": workload_to_json(workload),
+        "target": properties_to_json(properties),
+    }
+    if pages != "ids":
+        header["pages"] = pages
+    return json.dumps(header, separators=(",", ":"))
+
+
+class LogWriter:
+    """A version-2 log being written; gzip when ``path`` ends in ``.gz``. Use as a context."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        workload: Workload,
+        properties: TargetProperties,
+        pages: PageMode = "ids",
+    ) -> None:
+        if not properties.policy:
+            raise ValueError("a log declares the policy its target implements: set 'policy'")
+        path = Path(path)
+        # Held open across calls, closed by close() or the with block.
+        self._raw = path.open("wb")
+        self._file: BinaryIO | gzip.GzipFile = self._raw
+        if path.suffix == ".gz":
+            self._file = gzip.GzipFile(fileobj=self._raw, mode="wb")
+        self._file.write(header_line(workload, properties, pages).encode() + b"\n")
+        self.iterations = 0
+
+    def iteration(
+        self,
+        ops: list[Operation],
+        free_pages: int,
+        waiting: tuple[str, ...] = (),
+        tables: dict[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        """The next iteration's operations, in the order the engine did them."""
+        self.iterations += 1
+        line = IterationLine(self.iterations, tuple(ops), free_pages, waiting, tables)
+        self._file.write(ENCODER.encode(line) + b"\n")
+
+    def fault(self, fault: SchedulerFault) -> None:
+        line = FaultLine(fault.iteration, fault.call, fault.message)
+        self._file.write(ENCODER.encode(line) + b"\n")
+
+    def close(self) -> None:
+        self._file.close()  # a GzipFile writes its trailer but leaves its file open
+        self._raw.close()
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
+    """The version-2 lines of a run whose events follow version 1's order, without newlines."""
+    yield header_line(run.workload, properties)
+    prompts = {r.id: r.prompt_tokens for r in run.workload.requests}
+    for event in run.events:
+        ops = tuple(ops_of(event, prompts))
+        line = IterationLine(event.iteration, ops, event.free_pages, tuple(event.waiting))
+        yield ENCODER.encode(line).decode()
+    if run.fault is not None:
+        fault = run.fault
+        yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
+
+
+def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
+    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
+    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
+    and every token one position."""
+    for rid in event.preempted:
+        yield Preempt(rid)
+        yield Free(rid, tuple(event.freed.get(rid, ())))
+    for rid in event.admitted:
+        yield Admit(rid)
+    for rid, pages in event.allocated.items():
+        shared = set(event.shared.get(rid, ()))
+        if shared:
+            yield Share(rid, tuple(p for p in pages if p in shared))
+        fresh = tuple(p for p in pages if p not in shared)
+        if fresh:
+            yield Alloc(rid, fresh)
+    for rid, hit in event.cached.items():
+        yield Cache(rid, hit)
+    computed = event.computed
+    if computed is None:
+        lesson = Counter(event.decoded)
+        for rid in event.admitted:
+            lesson[rid] += prompts[rid]
+        computed = lesson
+    tokens = Counter(event.decoded)
+    decodes = tuple(rid for rid, n in computed.items() if n == 1 and tokens[rid] == 1)
+    decoding = set(decodes)
+    if decodes:
+        yield Decode(decodes)
+    for rid, n in computed.items():
+        if not (n == 1 and tokens[rid] == 1):
+            yield Compute(rid, n)
+    for rid in event.decoded:
+        if rid not in decoding:
+            yield Token(rid)
+    for rid in event.finished:
+        yield Finish(rid)
+    for rid, pages in event.freed.items():
+        if rid not in event.preempted and pages:
+            yield Free(rid, tuple(pages))

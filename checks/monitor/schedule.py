@@ -1,0 +1,59 @@
+"""An iteration's scheduling, operation by operation, in the order the engine did it.
+
+A version-2 event log (spec/eventlog.md) lists what the engine did while it scheduled an
+iteration: arrivals, preemptions and the frees they cause, admissions, fresh and shared pages. The
+order carries meaning a fixed order cannot: a request preempted and re-admitted in one iteration
+releases its old pages before it takes new ones; a page freed by a preemption may go to a request
+admitted after it, but not to one admitted before. Each operation is checked where it happens,
+with the request and page ledgers' own checks; what follows the schedule (the step's tokens, the
+finishes and their frees) is the monitor's usual work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.spec.events import Op
+
+
+def check_schedule(
+    n: int,
+    ops: tuple[Op, ...],
+    requests: RequestLedger,
+    pages: PageLedger,
+    check_limits: Callable[[int], Finding | None],
+) -> Finding | None:
+    """Apply iteration ``n``'s scheduling operations in order; the first violation, if any.
+
+    A preempted request must have released every page by the time it is admitted again, or by
+    the end of the schedule if it is not (PAGE-4): its frees may follow its ``preempt``.
+    """
+    preempted: dict[str, None] = {}  # preempted in this schedule and not admitted again
+    for op in ops:
+        rid, kind = op.request, op.kind
+        finding: Finding | None = None
+        if kind == "arrive":
+            finding = requests.arrive_now(n, rid)
+        elif kind == "preempt":
+            finding = requests.preempt(n, rid)
+            preempted[rid] = None
+        elif kind == "free":
+            why = "preempted" if rid in preempted else "freed"
+            finding = pages.release(n, rid, op.pages, why)
+        elif kind == "admit":
+            if rid in preempted:
+                del preempted[rid]
+                finding = pages.drop(n, rid, "was preempted and admitted again")
+            finding = finding or requests.admit(n, (rid,)) or check_limits(n)
+        else:  # alloc, share
+            finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
+        if finding:
+            return finding
+    for rid in preempted:
+        finding = pages.drop(n, rid, "was preempted")
+        if finding:
+            return finding
+    return None

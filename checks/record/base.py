@@ -1,0 +1,71 @@
+"""What a recorder is: a real engine's scheduler, driven over a workload, writing a version-2 log.
+
+A recorder owns three things and nothing else (spec/eventlog.md, section 8):
+
+- ``properties(workload, options)``: what the engine's design is, as the log declares it
+  (admission, token budget, chunking, preemption, prefix sharing, reserved pages). This is the
+  recorder's claim about the engine, checked by every run it records.
+- ``record(workload, writer, options)``: the loop. Per iteration it hands over the arrivals
+  (request ``r`` at iteration ``r.arrival + 1``), lets the engine schedule, runs a fake step
+  (no model: a token is "sampled" when a request's computed tokens reach its prompt and output
+  so far), lets the engine take the step's output, and writes what happened, in order, with
+  :class:`~kvsched.checks.eventlog.writer.LogWriter`. Fake prompts are token ids made from the
+  request id, so two requests share cache blocks only where the workload says they share a
+  prefix.
+- a lazy import of the engine, so kvsched imports without it and a missing engine is a clean
+  :class:`RecorderError` naming the install command.
+
+A nano-vllm or SGLang recorder is one module with these three functions added to
+:data:`~kvsched.checks.record.registry.RECORDERS`; ``kvsched record NAME`` then drives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvsched.checks.eventlog.writer import LogWriter
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Request, Workload
+
+
+class RecorderError(RuntimeError):
+    """The engine cannot be driven here: not installed, or it refuses the workload or options."""
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    """Engine settings a workload does not fix."""
+
+    token_budget: int = 256
+    """Tokens the engine may compute per iteration (vLLM's ``max_num_batched_tokens``)."""
+    max_iterations: int = 0
+    """Stop after this many iterations, drained or not (0: the workload's LIVE-1 bound)."""
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """One engine's recorder: its name, its declared design and its loop."""
+
+    name: str
+    properties: Callable[[Workload, RecordOptions], TargetProperties]
+    record: Callable[[Workload, LogWriter, RecordOptions], None]
+
+
+def prompt_tokens(request: Request) -> list[int]:
+    """Fake prompt token ids: the group's shared prefix, then tokens only this request has.
+
+    Each run of ids starts at a 48-bit hash of the request id (or the group), so two requests
+    share a cache block only where the workload says they share a prefix.
+    """
+    start = _start(request.id)
+    tokens = [start + i for i in range(request.prompt_tokens)]
+    if request.prefix_group and request.prefix_tokens:
+        group = _start("prefix group " + request.prefix_group)
+        tokens[: request.prefix_tokens] = [group + i for i in range(request.prefix_tokens)]
+    return tokens
+
+
+def _start(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6).digest(), "big")

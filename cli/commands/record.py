@@ -1,0 +1,58 @@
+"""``kvsched record ENGINE WORKLOAD -o LOG``: a real engine's scheduler, run over a workload.
+
+The recorder drives the engine's own scheduler (no model, fake tokens, no GPU) and writes a
+version-2 event log declaring the engine's design (spec/eventlog.md, section 8), which
+``kvsched check LOG`` then judges. Exit 0 when the log is written; 2 when the workload or the
+options are invalid or the engine is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kvsched.commands import UsageError
+from kvsched.spec.vocabulary import ENGINE_NAMES
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "record",
+        help="run a real engine's scheduler over a workload and write its event log",
+        description="Drive ENGINE's own scheduler over WORKLOAD on CPU (no model, no weights, "
+        "fake tokens) and write a version-2 event log that declares the engine's design. "
+        "Check it with `kvsched check LOG`.",
+    )
+    parser.add_argument("engine", choices=ENGINE_NAMES, help="the engine to drive")
+    parser.add_argument("workload", type=Path, help="a workload file (spec/semantics.md 1)")
+    parser.add_argument(
+        "-o", "--out", type=Path, required=True, help="the log to write (.gz: gzip)"
+    )
+    parser.add_argument(
+        "--token-budget",
+        type=int,
+        default=256,
+        help="tokens computed per iteration at most (vLLM's max_num_batched_tokens; default 256)",
+    )
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kvsched.checks.record.base import RecorderError, RecordOptions
+    from kvsched.checks.record.registry import record_log
+    from kvsched.spec.workload import load_workload
+
+    if args.token_budget < 1:
+        raise UsageError(f"--token-budget must be >= 1, got {args.token_budget}")
+    workload = load_workload(args.workload)
+    try:
+        iterations = record_log(
+            args.engine, workload, args.out, RecordOptions(token_budget=args.token_budget)
+        )
+    except RecorderError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
+    print(f"wrote {args.out}: {iterations} iterations of {args.engine} over {workload.name}")
+    return 0
