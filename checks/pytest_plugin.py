@@ -198,7 +198,7 @@ class _Unloadable(Exception):
 def _load(config: pytest.Config, target: str) -> Any:
     """The target, loaded in this process under the deadline or described by its host."""
     from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
-    from kvsched.checks.targets.load import TargetError, load_target
+    from kvsched.checks.targets.load import TargetError, is_event_log, load_target
     from kvsched.checks.targets.process import HostFailure
     from kvsched.checks.targets.remote import RemoteTarget
 
@@ -206,7 +206,7 @@ def _load(config: pytest.Config, target: str) -> Any:
         if config.getoption("kvsched_in_process"):
             deadline = Deadline(config.getoption("kvsched_timeout"))
             return deadline.call(f"importing {target}", load_target, target)
-        if target.endswith(".jsonl"):
+        if is_event_log(target):
             return load_target(target)
         remote = RemoteTarget(target, _confinement(config))
         try:  # only what the target is and declares: the check starts a host of its own

@@ -234,3 +234,19 @@ def test_a_log_is_checked_without_importing_its_engine() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "PAGE-2"
+
+
+def test_a_gzipped_log_is_checked_through_the_command_line(tmp_path: Path) -> None:
+    """``kvsched check run.jsonl.gz`` takes the event-log path, never the host's."""
+    import gzip
+
+    from kvsched.checks.eventlog.jsonl import write_log
+    from kvsched.cli import main
+    from kvsched.reference import POLICIES, run
+    from kvsched.spec.teaching import load_teaching_trace
+
+    plain = tmp_path / "run.jsonl"
+    write_log(run(load_teaching_trace(), POLICIES["continuous"]), plain)
+    packed = tmp_path / "run.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert main(["check", str(packed), "--save-dir", str(tmp_path / "saved")]) == 0

@@ -19,7 +19,13 @@ from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy
 from kvsched.checks.targets.confinement import Confinement
-from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, Target, load_target
+from kvsched.checks.targets.load import (
+    EventLogTarget,
+    LearnerTarget,
+    Target,
+    is_event_log,
+    load_target,
+)
 from kvsched.checks.targets.process import HostFailure
 from kvsched.checks.targets.remote import HostDeadline, RemoteTarget
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
@@ -28,7 +34,7 @@ from kvsched.checks.verdict.report import Evidence, Report, build_verdict
 def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> Report:
     """Judge TARGET ``spec`` in a host process; TargetError (exit 2) if it cannot be loaded."""
     started = time.monotonic()
-    if spec.endswith(".jsonl"):  # a log runs no code of the target's
+    if is_event_log(spec):  # a log runs no code of the target's
         target: Target = load_target(spec)
         assert isinstance(target, EventLogTarget)
         return check_target(target, options)

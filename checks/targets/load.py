@@ -66,13 +66,18 @@ class EventLogTarget:
 Target = SchedulerTarget | LearnerTarget | EventLogTarget
 
 
+def is_event_log(spec: str) -> bool:
+    """Whether TARGET names a recorded event log (``.jsonl``, or gzipped ``.jsonl.gz``)."""
+    return spec.endswith((".jsonl", ".jsonl.gz"))
+
+
 def load_target(spec: str) -> Target:
     """Load TARGET in one of the forms of this module's docstring."""
     if not spec:
         raise TargetError(
             "empty target; give package.module:Class, file.py:Class, file.py or a .jsonl log"
         )
-    if spec.endswith((".jsonl", ".jsonl.gz")):
+    if is_event_log(spec):
         path = Path(spec)
         if not path.is_file():
             raise TargetError(f"event log {spec}: no such file")

@@ -133,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
     from kvsched.checks.targets.confinement import Confinement
-    from kvsched.checks.targets.load import TargetError
+    from kvsched.checks.targets.load import TargetError, is_event_log
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.reference.families import workload_from_spec
@@ -144,7 +144,7 @@ def main(args: argparse.Namespace) -> int:
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
     workload = workload_from_spec(args.workload) if args.workload else None
-    is_log = args.target.endswith((".jsonl", ".jsonl.gz"))
+    is_log = is_event_log(args.target)
     if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     if args.all_findings and not is_log:
