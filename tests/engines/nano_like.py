@@ -1,4 +1,4 @@
-"""A nano-vllm-like scheduler (prior-art.md, section 1.9), writing kvsched events.
+"""A nano-vllm-like scheduler (nanovllm/engine/scheduler.py's steps), writing kvsched events.
 
 An iteration is either all prefill or all decode. Prefill admits whole prompts from the head of
 the waiting queue while slots, the token budget and free blocks allow; if it admitted anything,

@@ -1,4 +1,4 @@
-"""vidur's replica schedulers (engine-semantics.md, "vidur replica schedulers"), behind protocol
+"""vidur's replica schedulers (vidur/scheduler/replica_scheduler/), behind protocol
 version 2, each declaring its design.
 
 Written from vidur's descriptions, not its code, at toy scale. Common to all: pages are taken from

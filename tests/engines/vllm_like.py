@@ -1,4 +1,4 @@
-"""A vLLM-v1-like scheduler at toy scale (prior-art.md, sections 1.4-1.8), writing kvsched events.
+"""A vLLM-v1-like scheduler at toy scale (vllm/v1/core/sched/), writing kvsched events.
 
 No prefill or decode phases: each request has ``computed`` tokens and a target (prompt plus
 output so far), and every iteration hands out a token budget so ``computed`` catches up. Running
