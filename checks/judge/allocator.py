@@ -25,6 +25,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.targets.deadline import CallTimeout, Deadline
 from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.reference.pages import allocate_kv_pages as reference_allocate
+from kvsched.spec.text import plural
 
 # (tokens, page_size); None means "use the default page size of 16".
 CORNER_CASES: tuple[tuple[int, int | None], ...] = (
@@ -138,7 +139,7 @@ def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size:
             f"{answer['pages']} pages of {page_size} slots cannot hold {tokens} tokens"
             if fewer
             else f"{tokens} tokens need only {expected['pages']} pages of {page_size} slots; "
-            f"{answer['pages']} page{'s' if answer['pages'] != 1 else ''} leave at least one "
+            f"{plural(answer['pages'], 'page')} leave at least one "
             "page with no token in it"
         )
         hint = (

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Sequence
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.text import plural
 from kvsched.spec.workload import Limits, pages_for
 
 
@@ -197,9 +198,9 @@ class PageLedger:
             return _found(
                 "PAGE-1",
                 n,
-                f"request {rid!r} has KV for {_tokens(kv_tokens)} in iteration {n}, which "
-                f"needs {_count(needed)} of {_slots(self.page_size)}, but holds {held}: KV "
-                "written past the pages held",
+                f"request {rid!r} has KV for {plural(kv_tokens, 'token')} in iteration {n}, "
+                f"which needs {plural(needed, 'page')} of {plural(self.page_size, 'slot')}, but "
+                f"holds {held}: KV written past the pages held",
                 (),
                 rid,
             )
@@ -207,9 +208,10 @@ class PageLedger:
             return _found(
                 "PAGE-1",
                 n,
-                f"request {rid!r} holds {_count(held)} in iteration {n} for "
-                f"{_tokens(kv_tokens)}, where {_count(needed)} of {_slots(self.page_size)} "
-                "would do (pages are taken as needed, and no more)",
+                f"request {rid!r} holds {plural(held, 'page')} in iteration {n} for "
+                f"{plural(kv_tokens, 'token')}, where {plural(needed, 'page')} of "
+                f"{plural(self.page_size, 'slot')} would do (pages are taken as needed, and no "
+                "more)",
                 (),
                 rid,
             )
@@ -217,7 +219,7 @@ class PageLedger:
             return _found(
                 "PAGE-1",
                 n,
-                f"request {rid!r} holds {_count(held)} in iteration {n}, more than the "
+                f"request {rid!r} holds {plural(held, 'page')} in iteration {n}, more than the "
                 f"{most} its reservation may span",
                 (),
                 rid,
@@ -242,15 +244,3 @@ def _found(
     invariant: str, iteration: int, message: str, pages: Iterable[int], *requests: str
 ) -> Finding:
     return Finding(invariant, iteration, message, requests=requests, pages=tuple(pages))
-
-
-def _count(pages: int) -> str:
-    return "1 page" if pages == 1 else f"{pages} pages"
-
-
-def _tokens(tokens: int) -> str:
-    return "1 token" if tokens == 1 else f"{tokens} tokens"
-
-
-def _slots(page_size: int) -> str:
-    return "1 slot" if page_size == 1 else f"{page_size} slots"

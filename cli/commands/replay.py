@@ -159,7 +159,7 @@ def _describe(event: IterationEvent, batch_limit: int) -> str:
         )
     idle = batch_limit - len(event.active)
     if event.waiting and idle > 0:
-        parts.append(f"{idle} slot{'s' if idle > 1 else ''} idle")
+        parts.append(f"{plural(idle, 'slot')} idle")
     if event.active:
         parts.append(f"{plural(event.pages_in_use, 'page')} in use")
     return f"  {event.iteration:>7}  " + "; ".join(parts)
