@@ -9,24 +9,28 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.workload import Workload
 
+from .banner import HEADLINES, Subject
 from .collect import CaseRun, results_of, run_cases
 from .compare import compare
+from .crowd import CROWD_FROM, DEFAULT_ZOOM, Zoom, plot_crowd
 from .document import ReportContent, compose
 from .figures import Plot
 from .gantt import plot_membership
 from .gate import Threshold, check_gate
 from .plots import plot_pages, plot_waits
 from .progress import Progress
+from .provenance import current_provenance
 from .render import to_html, to_markdown
 from .results import ResultSet, write_results
 
 OWN_FILES = ("report.md", "report.html", "results.json")
-OWN_PLOTS = ("membership-*.png", "pages-*.png", "waits-*.png")
+OWN_PLOTS = ("membership-*.png", "crowd-*.png", "pages-*.png", "waits-*.png")
 
 
 def build_report(
@@ -41,6 +45,8 @@ def build_report(
     teaching: Workload | None = None,
     progress: Progress | None = None,
     plots: bool = True,
+    baseline_name: str = "",
+    zoom: Zoom | None = DEFAULT_ZOOM,
 ) -> ReportContent:
     """Write the report into ``folder`` and return what it says.
 
@@ -49,10 +55,11 @@ def build_report(
     lacks raises :class:`~.gate.ThresholdError` before anything is written.
     """
     progress = progress if progress is not None else Progress(sys.stderr)
+    provenance = current_provenance()
     cases: tuple[CaseRun, ...] = ()
     if candidate is None:
         cases = run_cases(workloads, policies, engine, progress)
-        candidate = results_of(cases)
+        candidate = replace(results_of(cases), provenance=provenance)
     comparison = compare(baseline, candidate) if baseline is not None else None
     incomplete = [
         f"{case.policy} on {case.workload.name} did not complete: {case.problem}"
@@ -62,7 +69,7 @@ def build_report(
     verdict = check_gate(thresholds, comparison, incomplete) if comparison and thresholds else None
     folder.mkdir(parents=True, exist_ok=True)
     _clear(folder)
-    drawn = _draw(folder, cases, progress) if plots else ()
+    drawn = _draw(folder, cases, progress, zoom) if plots else ()
     content = ReportContent(
         name=folder.name,
         command=command,
@@ -72,17 +79,18 @@ def build_report(
         comparison=comparison,
         verdict=verdict,
         teaching=teaching,
+        subject=Subject(f"`{folder.name}`, {candidate.source}", provenance, baseline_name),
     )
-    blocks = compose(content)
+    outcome, blocks = compose(content)
     (folder / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
-    title = f"kvsched report: {content.name}"
+    title = f"{HEADLINES[outcome]} · kvsched report: {content.name}"
     (folder / "report.html").write_text(to_html(blocks, title), encoding="utf-8")
     write_results(candidate, folder / "results.json")
     return content
 
 
 def _draw(
-    folder: Path, cases: Sequence[CaseRun], progress: Progress
+    folder: Path, cases: Sequence[CaseRun], progress: Progress, zoom: Zoom | None
 ) -> tuple[tuple[str, tuple[Plot, ...]], ...]:
     by_workload: dict[str, list[CaseRun]] = {}
     for case in cases:
@@ -91,7 +99,8 @@ def _draw(
         progress.start("plots", len(by_workload))
     drawn = []
     for name, group in by_workload.items():
-        plots = [plot_membership(group, folder)]
+        many = len(group[0].workload.requests) > CROWD_FROM
+        plots = [plot_crowd(group, folder, zoom) if many else plot_membership(group, folder)]
         if all(case.series is not None for case in group):
             plots.append(plot_pages(group, folder))
         plots.append(plot_waits(group, folder))

@@ -129,13 +129,3 @@ def _differences(before: CaseResult, after: CaseResult) -> list[str]:
     if changed:
         found.append(f"{label}: limits differ from the baseline's ({', '.join(changed)})")
     return found
-
-
-def format_percent(change: MetricChange) -> str:
-    """'+5.0%', '-12.3%', '0%' for no change, '+inf%' from a baseline of 0."""
-    percent = change.percent
-    if percent == 0:
-        return "0%"
-    if math.isinf(percent):
-        return "+inf%" if percent > 0 else "-inf%"
-    return f"{percent:+.1f}%"

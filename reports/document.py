@@ -1,25 +1,37 @@
-"""What a report says, as blocks :mod:`.render` writes out: tables, plots, comparison, gate.
+"""What a report says, as blocks :mod:`.render` writes out: verdict, comparison, tables, plots.
 
-The order is the reader's: how to regenerate it, the gate's verdict if there is one, then per
-workload the story of the policies, the metric table and the plots, then the comparison with the
-baseline. Nothing here depends on the time or the machine, so the same inputs give the same
-report byte for byte.
+The order is the reader's: the verdict banner (:mod:`.banner`), then for several workloads a
+contents list and one overview table (:mod:`.overview`), how to regenerate the report, the
+comparison with the baseline, gated and changed rows first (:mod:`.comparison_view`), then per
+workload the story of the policies, what the run shows (:mod:`.observations`), the metric table
+and the plots. Only the banner's provenance depends on the time and the checkout, so the same
+inputs, commit and ``SOURCE_DATE_EPOCH`` give the same report byte for byte.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvsched.spec.vocabulary import GateOutcome
 from kvsched.spec.workload import Workload
 
+from . import numbers
+from .banner import Subject, banner
 from .collect import FAST, CaseRun
-from .compare import Comparison, format_percent
+from .compare import Comparison
+from .comparison_view import comparison_section
 from .figures import Plot
 from .gate import GateVerdict
-from .render import Block, Bullets, Code, Heading, Image, Paragraph, Table
+from .observations import backlog, memory_binds, occupancy
+from .overview import anchor, contents_and_overview
+from .provenance import Provenance
+from .render import Block, Code, Heading, Image, Paragraph, Table
 from .results import ResultSet
 from .story import lesson_comparison, policy_story
+
+NO_SUBJECT = Subject("", Provenance("unknown"))
 
 
 @dataclass(frozen=True)
@@ -36,33 +48,34 @@ class ReportContent:
     verdict: GateVerdict | None = None
     teaching: Workload | None = None
     """The teaching trace, to recognise it among the workloads and add the lesson's figures."""
+    subject: Subject = NO_SUBJECT
+    """What the banner names: candidate, baseline, version, commit, time."""
 
 
-def compose(content: ReportContent) -> list[Block]:
-    blocks: list[Block] = [
-        Heading(f"kvsched report: {content.name}", 1),
+def compose(content: ReportContent) -> tuple[GateOutcome, list[Block]]:
+    """The page's outcome (for its title) and its blocks, verdict first."""
+    incomplete = [
+        f"{c.policy} on {c.workload.name}: {c.problem}" for c in content.cases if c.problem
+    ]
+    outcome, verdict_banner = banner(content.verdict, incomplete, content.subject)
+    blocks: list[Block] = [verdict_banner, Heading(f"kvsched report: {content.name}", 1)]
+    groups = _by_workload(content.cases)
+    if len(groups) > 1:
+        blocks += contents_and_overview(groups, content.comparison is not None)
+    blocks += [
         Paragraph("Regenerate this report, from the repository root, with:"),
         Code(content.command),
         Paragraph(f"Figures from {content.results.source}."),
     ]
-    if content.verdict is not None:
-        blocks.append(Paragraph(_verdict_line(content.verdict)))
+    if content.comparison is not None:
+        blocks += comparison_section(content.comparison, content.verdict)
     if content.cases:
         plots = dict(content.plots)
-        for workload, cases in _by_workload(content.cases):
+        for workload, cases in groups:
             blocks += _workload_section(workload, cases, plots.get(workload.name, ()), content)
     else:
         blocks += _figures_section(content.results)
-    if content.comparison is not None:
-        blocks += _comparison_section(content.comparison, content.verdict)
-    return blocks
-
-
-def format_value(value: float) -> str:
-    """Integers as integers, other values to four decimals without trailing zeros."""
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4f}".rstrip("0").rstrip(".")
+    return outcome, blocks
 
 
 def _by_workload(cases: Sequence[CaseRun]) -> list[tuple[Workload, list[CaseRun]]]:
@@ -77,12 +90,16 @@ def _workload_section(
 ) -> list[Block]:
     limits = workload.limits
     about = (
-        f"{len(workload.requests)} requests; batch limit {limits.batch_limit}, pages of "
-        f"{limits.page_size} token slots, a pool of {limits.pool_pages} pages."
+        f"{numbers.counted(len(workload.requests), 'request')}; batch limit "
+        f"{numbers.count(limits.batch_limit)}, pages of {limits.page_size} token slots, a pool "
+        f"of {numbers.counted(limits.pool_pages, 'page')}."
     )
     if workload.description:
         about += f" {workload.description}"
-    blocks: list[Block] = [Heading(f"Workload `{workload.name}`"), Paragraph(about)]
+    blocks: list[Block] = [
+        Heading(f"Workload `{workload.name}`", anchor=anchor(workload.name)),
+        Paragraph(about),
+    ]
     if any(case.engine == FAST for case in cases):
         blocks.append(
             Paragraph(
@@ -103,6 +120,12 @@ def _workload_section(
         blocks += policy_story(static, continuous)
         if content.teaching is not None and workload == content.teaching:
             blocks += lesson_comparison(static, continuous)
+    blocks += [
+        Paragraph(sentence)
+        for case in cases
+        for sentence in (memory_binds(case), backlog(case))
+        if sentence
+    ]
     blocks.append(Heading("Metrics", 3))
     blocks.append(_metric_table(cases))
     for plot in plots:
@@ -111,21 +134,41 @@ def _workload_section(
 
 
 def _metric_table(cases: Sequence[CaseRun]) -> Table:
+    """Every metric, one row each, with pool occupancy beside utilization."""
     results = [case.result for case in cases]
-    rows = tuple(
-        (
-            f"`{metric}`",
-            results[0].units.get(metric, ""),
-            *(format_value(r.metrics[metric]) for r in results),
-        )
-        for metric in results[0].metrics
+    rows = []
+    for metric in results[0].metrics:
+        unit = results[0].units.get(metric, "")
+        row = [r.metrics.get(metric, math.nan) for r in results]
+        rows.append((f"`{metric}`", _unit(unit), *numbers.values(row, unit)))
+        if metric == "utilization":
+            rows += _occupancy_rows(cases)
+    return Table(("metric", "unit", *(case.policy for case in cases)), tuple(rows))
+
+
+def _occupancy_rows(cases: Sequence[CaseRun]) -> list[tuple[str, ...]]:
+    seen = [occupancy(case) for case in cases]
+    peak = ("pool occupancy, peak", "% of pool", *(numbers.percent(o.peak) for o in seen))
+    mean = (
+        "pool occupancy, mean",
+        "% of pool",
+        *("n/a" if o.mean is None else numbers.percent(o.mean) for o in seen),
     )
-    return Table(("metric", "unit", *(case.policy for case in cases)), rows)
+    return [peak, mean]
+
+
+def _unit(unit: str) -> str:
+    return "%" if unit == numbers.FRACTION_UNIT else unit
 
 
 def _figures_section(results: ResultSet) -> list[Block]:
     rows = tuple(
-        (case.label, f"`{metric}`", format_value(value), case.units.get(metric, ""))
+        (
+            case.label,
+            f"`{metric}`",
+            numbers.value(value, case.units.get(metric, "")),
+            _unit(case.units.get(metric, "")),
+        )
         for case in results.cases
         for metric, value in case.metrics.items()
     )
@@ -142,92 +185,3 @@ def _figures_section(results: ResultSet) -> list[Block]:
         )
         blocks.append(Paragraph(f"No value (the benchmark failed): {listed}."))
     return blocks
-
-
-def _comparison_section(comparison: Comparison, verdict: GateVerdict | None) -> list[Block]:
-    blocks: list[Block] = [
-        Heading("Baseline against candidate"),
-        Bullets(
-            (
-                f"baseline: {comparison.baseline_source}",
-                f"candidate: {comparison.candidate_source}",
-            )
-        ),
-    ]
-    gated = {t.metric for t in verdict.thresholds} if verdict else set()
-    breached = {(b.change.label, b.change.metric) for b in verdict.breaches} if verdict else set()
-    rows = []
-    for change in comparison.changes:
-        mark = ""
-        if change.metric in gated:
-            mark = "**breach**" if (change.label, change.metric) in breached else "ok"
-        rows.append(
-            (
-                change.label,
-                f"`{change.metric}`",
-                format_value(change.baseline),
-                format_value(change.candidate),
-                _signed(change.delta),
-                format_percent(change),
-                mark,
-            )
-        )
-    if rows:
-        headers = ("case", "metric", "baseline", "candidate", "change", "change %", "gate")
-        blocks.append(Table(headers, tuple(rows)))
-    else:
-        blocks.append(Paragraph("No case is in both the baseline and the candidate."))
-    if comparison.only_in_baseline:
-        listed = ", ".join(f"`{label}`" for label in comparison.only_in_baseline)
-        blocks.append(Paragraph(f"Only in the baseline (not compared): {listed}."))
-    if comparison.failed_in_candidate:
-        listed = ", ".join(
-            f"`{label}`: `{metric}`" for label, metric in comparison.failed_in_candidate
-        )
-        blocks.append(Paragraph(f"Failed in the candidate (no value): {listed}."))
-    if comparison.only_in_candidate:
-        listed = ", ".join(f"`{label}`" for label in comparison.only_in_candidate)
-        blocks.append(Paragraph(f"New in the candidate (not compared): {listed}."))
-    for warning in comparison.warnings:
-        blocks.append(Paragraph(f"Warning: {warning}."))
-    if verdict is not None:
-        blocks += _gate_section(verdict)
-    return blocks
-
-
-def _gate_section(verdict: GateVerdict) -> list[Block]:
-    rows = tuple(
-        (
-            f"`{threshold.text}`",
-            threshold.describe(),
-            str(checked),
-            str(
-                sum(1 for b in verdict.breaches if b.threshold == threshold)
-                + sum(1 for t, _ in verdict.failures if t == threshold)
-            ),
-        )
-        for threshold, checked in zip(verdict.thresholds, verdict.checked, strict=True)
-    )
-    blocks: list[Block] = [
-        Heading("Gate", 3),
-        Table(("threshold", "meaning", "cases checked", "breaches"), rows),
-    ]
-    if verdict.problems:
-        blocks.append(Bullets(tuple(verdict.problems)))
-    return blocks
-
-
-def _verdict_line(verdict: GateVerdict) -> str:
-    count = len(verdict.thresholds)
-    if verdict.passed:
-        return f"**Gate passed**: no regression beyond the {count} threshold(s) below."
-    return (
-        f"**Gate failed**: {len(verdict.problems)} regression(s) "
-        f"or failed benchmark(s) against the {count} "
-        "threshold(s) below."
-    )
-
-
-def _signed(delta: float) -> str:
-    text = format_value(delta)
-    return text if delta < 0 else ("0" if delta == 0 else f"+{text}")

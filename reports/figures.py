@@ -21,6 +21,10 @@ _OTHER_COLOURS = ("#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#66666
 WAITING_COLOUR = "#c8c8c8"
 IDLE_COLOUR = "#e31a1c"
 DPI = 100
+"""Layout resolution: font sizes and figure sizes are in inches at this many pixels each."""
+SAVE_SCALE = 2
+"""PNGs are saved at twice the layout resolution and shown at half their pixel size, so they stay
+sharp on high-density screens."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class Plot:
     filename: str
     title: str
     caption: str
+    png: bytes = b""
+    """The file's bytes, which report.html embeds so that it stands alone."""
 
 
 def policy_colour(policy: str, order: int) -> str:
@@ -68,6 +74,8 @@ def new_figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def save_png(figure: Any, path: Path) -> None:
+def save_png(figure: Any, path: Path) -> bytes:
+    """Write the PNG and return its bytes."""
     # Software would embed the matplotlib version; nothing else time-dependent is written to PNG.
-    figure.savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    figure.savefig(path, format="png", dpi=DPI * SAVE_SCALE, metadata={"Software": None})
+    return path.read_bytes()

@@ -1,9 +1,9 @@
 """The membership timeline: one row per request, waiting and active spans, one column per policy.
 
 Under each timeline a strip shows the decode slots per iteration: slots in use, and slots idle
-while a request waits (red). Under static batching those red slots are BATCH-2 at work, the
-slots of finished members held until the batch drains; under continuous batching a slot stays
-idle only when the head of the queue does not fit its pages (BATCH-3).
+while a request waits (red), which the caption explains for this run (:mod:`.observations`).
+Each policy keeps its own time axis, so one that ends sooner still fills its panel. Past a few
+hundred requests rows fall under a pixel; :mod:`.crowd` draws those workloads instead.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .figures import (
     slug,
 )
 from .handover import Handover, first_handover
+from .observations import idle_slot_words
 from .series import RequestSpan, idle_slots_while_waiting
 
 LABELLED_ROWS = 40
@@ -40,14 +41,13 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
     labelled = rows <= LABELLED_ROWS
     strip = all(case.series is not None for case in cases)  # the fast path keeps no series
     height = min(2.2 + 0.42 * rows, 9.0) + (1.6 if strip else 0.6)
-    horizon = max(max(case.metrics.iterations, 1) for case in cases)
     with report_style():
         figure = new_figure(6.2 * len(cases), height)
         axes = figure.subplots(
             2 if strip else 1,
             len(cases),
             squeeze=False,
-            sharex=True,
+            sharex="col",
             sharey="row",
             height_ratios=[4, 1] if strip else None,
         )
@@ -61,7 +61,7 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
                 if handover is not None and case.policy == "static"
                 else {}
             )
-            _draw_spans(axes[0][column], spans, colour, labelled, every, label_at)
+            draw_spans(axes[0][column], spans, colour, labelled, every, label_at)
             if handover is not None:
                 _mark_handover(axes[0][column], spans, case.policy, handover)
             if strip:
@@ -72,13 +72,14 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
                 f"P95 wait {case.metrics.p95_wait:g}"
             )
             axes[-1][column].set_xlabel("time (iteration n runs from n-1 to n)")
-            axes[0][column].set_xlim(0, horizon * 1.02 + (6 if labelled else 0))
+            end = max(case.metrics.iterations, 1)
+            axes[0][column].set_xlim(0, end * 1.02 + (6 if labelled else 0))
         axes[0][0].set_ylabel("request" if every == 1 else "request (index in the workload)")
         if strip:
             axes[1][0].set_ylabel("decode slots")
         _legend(figure, cases, strip)
         filename = f"membership-{slug(workload.name)}.png"
-        save_png(figure, folder / filename)
+        png = save_png(figure, folder / filename)
     caption = (
         "One row per request, in the workload's order: grey while it waits (from its arrival to "
         "its admission), coloured while it is in the batch"
@@ -91,16 +92,16 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
     if strip:
         caption += (
             " Below: decode slots in use per iteration, and in red the slots left idle while a "
-            "request was waiting: under static batching the slots of finished members, held "
-            "until the batch drains (BATCH-2); under continuous batching only while the head of "
-            "the queue does not fit its pages (BATCH-3)."
+            "request was waiting: " + "; ".join(idle_slot_words(case) for case in cases) + "."
         )
+    if len({case.metrics.iterations for case in cases}) > 1:
+        caption += " Each policy has its own time axis."
     if every > 1:
         caption += f" One request in {every} is drawn ({rows} of {len(workload.requests)})."
-    return Plot(filename, f"Membership timeline: {workload.name}", caption)
+    return Plot(filename, f"Membership timeline: {workload.name}", caption, png)
 
 
-def _draw_spans(
+def draw_spans(
     ax: Any,
     spans: Sequence[RequestSpan],
     colour: str,
@@ -133,7 +134,7 @@ def _draw_spans(
             if span.admitted is not None:
                 text = f"{span.admitted}-{span.finished}" if span.finished else f"{span.admitted}-"
                 x = label_at.get(span.id, span.finished or end_of_run) + 1.5
-                ax.text(x, y, text, va="center", fontsize=9)
+                ax.text(x, y, text, va="center", fontsize=9 if len(spans) <= 20 else 7)
         ax.set_yticks(ys, [s.id for s in spans])
     else:
         width = max(0.3, min(2.0, 400 / max(len(spans), 1)))
@@ -170,7 +171,9 @@ def _mark_handover(ax: Any, spans: Sequence[RequestSpan], policy: str, h: Handov
             height=0.55,
             color=IDLE_COLOUR,
         )
-        waiting = f" while {', '.join(h.waiting_static)} wait" if h.waiting_static else ""
+        queued = h.waiting_static
+        shown = ", ".join(queued) if len(queued) <= 4 else f"{len(queued):,} requests"
+        waiting = f" while {shown} wait" if queued else ""
         ax.text(
             h.drained_static + 2,
             row + 0.5,

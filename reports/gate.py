@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import numbers
 from .compare import Comparison, MetricChange
 
 _METRIC = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -164,10 +165,16 @@ def describe_failure(threshold: Threshold, label: str) -> str:
 
 def describe_breach(breach: Breach) -> str:
     change = breach.change
-    moved = f"{change.percent:+.1f}%" if breach.threshold.percent else f"{change.delta:+g}"
+    pair = (change.baseline, change.candidate)
+    before, after = numbers.values(pair, change.unit)
+    moved = (
+        numbers.signed_percent(change.percent)
+        if breach.threshold.percent
+        else numbers.signed(change.delta, change.unit, pair)
+    )
     if math.isinf(change.percent) and breach.threshold.percent:
         moved = "from 0"
     return (
-        f"{change.label}: {change.metric} {change.baseline:g} -> {change.candidate:g} "
+        f"{change.label}: {change.metric} {before} -> {after} "
         f"({moved}) breaks '{breach.threshold.text}' ({breach.threshold.describe()})"
     )

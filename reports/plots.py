@@ -10,13 +10,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from . import numbers
 from .collect import CaseRun
 from .figures import Plot, new_figure, policy_colour, report_style, save_png, slug
+from .observations import occupancy
 
 PER_REQUEST_BARS = 40
 """Up to this many requests the wait plot also shows each request's wait as a bar."""
 LOG_WAITS_FROM = 200
-"""Beyond this longest wait the distribution's x axis is logarithmic (linear up to 10)."""
+"""Beyond this longest wait the distribution's x axis may be logarithmic (linear up to 10)..."""
+LOG_SPREAD = 10
+"""...when one policy's median wait is this many times another's; otherwise the short waits
+would squeeze every curve into the right half of the plot."""
 
 
 def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
@@ -32,27 +39,35 @@ def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
                 continue
             edges = list(range(len(series.pages_in_use) + 1))
             colour = policy_colour(case.policy, order)
+            seen = occupancy(case)
+            mean = "" if seen.mean is None else f", mean {numbers.percent(seen.mean)}"
             pages_ax.stairs(
                 series.pages_in_use,
                 edges,
                 color=colour,
                 linewidth=1.8,
-                label=f"{case.policy} (peak {case.metrics.peak_pages})",
+                label=f"{case.policy} (peak {numbers.count(case.metrics.peak_pages)}, "
+                f"{numbers.percent(seen.peak)} of the pool{mean})",
             )
             wasted_ax.stairs(
                 series.wasted_slots,
                 edges,
                 color=colour,
                 linewidth=1.8,
-                label=f"{case.policy} (peak {case.metrics.peak_wasted_slots}, "
-                f"mean {case.metrics.mean_wasted_slots:.1f})",
+                label=f"{case.policy} (peak {numbers.count(case.metrics.peak_wasted_slots)}, "
+                f"mean {numbers.fixed(case.metrics.mean_wasted_slots)})",
             )
+            if len(cases) > 1:
+                for ax in (pages_ax, wasted_ax):
+                    ax.axvline(len(series.pages_in_use), color=colour, linestyle=":", linewidth=1)
         pages_ax.axhline(limits.pool_pages, color="#444444", linestyle="--", linewidth=1)
         pages_ax.annotate(
-            f"pool: {limits.pool_pages} pages",
-            (0, limits.pool_pages),
-            xytext=(4, -14),
+            f"pool: {numbers.counted(limits.pool_pages, 'page')}",
+            (1, limits.pool_pages),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
             textcoords="offset points",
+            ha="right",
             color="#444444",
         )
         pages_ax.set_ylim(0, limits.pool_pages * 1.08)
@@ -60,13 +75,16 @@ def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
         bound = limits.batch_limit * (limits.page_size - 1)
         wasted_ax.axhline(bound, color="#444444", linestyle=":", linewidth=1)
         wasted_ax.annotate(
-            f"at most {limits.batch_limit} x {limits.page_size - 1} = {bound} (PAGE-1)",
-            (0, bound),
-            xytext=(4, -14),
+            f"at most {numbers.count(limits.batch_limit)} x {limits.page_size - 1} = "
+            f"{numbers.count(bound)} (PAGE-1)",
+            (1, bound),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
             textcoords="offset points",
+            ha="right",
             color="#444444",
         )
-        wasted_ax.set_ylim(0, limits.batch_limit * limits.page_size)
+        wasted_ax.set_ylim(0, limits.batch_limit * limits.page_size * 1.08)
         wasted_ax.set_ylabel("wasted token slots")
         wasted_ax.set_xlabel("time (iteration n runs from n-1 to n)")
         for ax in (pages_ax, wasted_ax):
@@ -75,14 +93,20 @@ def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
             ax.set_axisbelow(True)
             ax.set_xlim(0, None)
         filename = f"pages-{slug(workload.name)}.png"
-        save_png(figure, folder / filename)
+        png = save_png(figure, folder / filename)
     caption = (
         f"Top: distinct KV pages held by the batch in each iteration (pool of "
-        f"{limits.pool_pages} pages of {limits.page_size} token slots). Bottom: slots allocated "
+        f"{numbers.counted(limits.pool_pages, 'page')} of {limits.page_size} token slots); the "
+        "legend gives each policy's peak and mean occupancy of the pool. Bottom: slots allocated "
         f"but not yet filled; each request wastes fewer than {limits.page_size} (PAGE-1), so the "
         "batch never exceeds the dotted line."
     )
-    return Plot(filename, f"KV pages and wasted slots: {workload.name}", caption)
+    if len(cases) > 1:
+        caption += (
+            " The policies share this time axis; a dotted vertical line marks the last "
+            "iteration of each."
+        )
+    return Plot(filename, f"KV pages and wasted slots: {workload.name}", caption, png)
 
 
 def plot_waits(cases: Sequence[CaseRun], folder: Path) -> Plot:
@@ -105,15 +129,16 @@ def plot_waits(cases: Sequence[CaseRun], folder: Path) -> Plot:
             frameon=False,
         )
         filename = f"waits-{slug(workload.name)}.png"
-        save_png(figure, folder / filename)
+        png = save_png(figure, folder / filename)
+    method = cases[0].metrics.percentile_method
     caption = (
         "Wait = iterations from a request's arrival to the start of its first iteration "
         "(section 7.3). "
         + ("Left: each request's wait under each policy. Right: " if per_request else "")
         + "the share of requests that waited at most x iterations; the dashed lines mark each "
-        "policy's P95 wait (linear interpolation, section 7.4)."
+        f"policy's P95 wait, its value in the legend (numpy's `{method}` method, section 7.4)."
     )
-    return Plot(filename, f"Wait-time distribution: {workload.name}", caption)
+    return Plot(filename, f"Wait-time distribution: {workload.name}", caption, png)
 
 
 def _wait_bars(ax: Any, cases: Sequence[CaseRun], ids: Sequence[str]) -> None:
@@ -150,21 +175,15 @@ def _wait_cdf(ax: Any, cases: Sequence[CaseRun]) -> None:
             where="post",
             color=colour,
             linewidth=1.8,
-            label=case.policy,
+            label=f"{case.policy} (P95 wait {numbers.value(case.metrics.p95_wait)})",
         )
-        p95 = case.metrics.p95_wait
-        ax.axvline(p95, color=colour, linestyle="--", linewidth=1)
-        ax.annotate(
-            f"P95 = {p95:g}",
-            (p95, 0.1 + 0.08 * order),
-            xytext=(4, 0),
-            textcoords="offset points",
-            color=colour,
-        )
+        # The P95 value goes in the legend, where no curve can run through it.
+        ax.axvline(case.metrics.p95_wait, color=colour, linestyle="--", linewidth=1)
     ax.set_ylim(0, 1.05)
     ax.set_xlim(0, None)
     ax.set_xlabel("wait (iterations)")
-    if longest > LOG_WAITS_FROM:
+    medians = [float(np.median(list(c.metrics.waits.values()))) for c in cases if c.metrics.waits]
+    if longest > LOG_WAITS_FROM and max(medians) > LOG_SPREAD * max(min(medians), 1.0):
         # Waits spanning orders of magnitude: a linear axis would flatten the shorter policy.
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlabel("wait (iterations, log scale above 10)")

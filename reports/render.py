@@ -1,12 +1,14 @@
 """Write a report's blocks as report.md (tabulate pipe tables) and a self-contained report.html.
 
 The HTML has no scripts, no fonts and nothing fetched from the network: one inline stylesheet,
-tables, and the plots as ``<img>`` elements pointing at the PNG files beside it, so the folder
-can be opened from disk, attached to a CI run or committed as it is.
+tables, and the plots embedded as PNG data URIs (saved at twice their displayed size), so
+report.html alone, kept as a CI artifact without the files beside it, still shows every plot.
+report.md links the PNG files, which is what a Markdown viewer can show.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from collections.abc import Sequence
@@ -14,13 +16,17 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
-from .figures import Plot
+from kvsched.spec.vocabulary import GateOutcome
+
+from .figures import SAVE_SCALE, Plot
 
 
 @dataclass(frozen=True)
 class Heading:
     text: str
     level: int = 2
+    anchor: str = ""
+    """An id a contents list links to (``#anchor``); empty for none."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,27 @@ class Image:
     plot: Plot
 
 
-Block = Heading | Paragraph | Code | Bullets | Table | Image
+@dataclass(frozen=True)
+class Folded:
+    """A table shown folded away (``<details>``) under a one-line summary."""
+
+    summary: str
+    table: Table
+
+
+@dataclass(frozen=True)
+class Banner:
+    """The verdict, coloured by its outcome, first on the page."""
+
+    outcome: GateOutcome
+    headline: str
+    table: Table | None = None
+    """What breached, if anything."""
+    facts: tuple[str, ...] = ()
+    """Where the figures come from: baseline, candidate, version, commit, time."""
+
+
+Block = Heading | Paragraph | Code | Bullets | Table | Image | Folded | Banner
 
 
 def to_markdown(blocks: Sequence[Block]) -> str:
@@ -67,6 +93,17 @@ def to_markdown(blocks: Sequence[Block]) -> str:
             parts.append("\n".join(f"- {item}" for item in block.items))
         elif isinstance(block, Table):
             parts.append(_table(block, "pipe"))
+        elif isinstance(block, Folded):
+            parts.append(
+                f"<details><summary>{html.escape(block.summary)}</summary>\n\n"
+                f"{_table(block.table, 'pipe')}\n\n</details>"
+            )
+        elif isinstance(block, Banner):
+            lines = [f"> **{block.headline}**"]
+            if block.table is not None:
+                lines += [">", *(f"> {line}" for line in _table(block.table, "pipe").splitlines())]
+            lines += [">", *(f"> - {fact}" for fact in block.facts)]
+            parts.append("\n".join(lines))
         else:
             parts.append(f"![{block.plot.title}]({block.plot.filename})\n\n*{block.plot.caption}*")
     return "\n\n".join(parts) + "\n"
@@ -77,7 +114,16 @@ body { font-family: sans-serif; max-width: 76rem; margin: 2rem auto; padding: 0 
        color: #222; line-height: 1.45; }
 h1, h2, h3 { line-height: 1.2; }
 code, pre { font-family: monospace; background: #f4f4f4; }
-pre { padding: 0.6rem 0.8rem; overflow-x: auto; }
+pre { padding: 0.6rem 0.8rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+.banner { border-radius: 6px; padding: 0.7rem 1rem; margin: 0 0 1rem 0; border: 2px solid; }
+.banner h1 { margin: 0 0 0.4rem 0; font-size: 1.6rem; }
+.banner ul { margin: 0.4rem 0 0 0; padding-left: 1.2rem; font-size: 0.92rem; }
+.banner table { background: #fff; }
+.passed { background: #e6f4ea; border-color: #1e8e3e; } .passed h1 { color: #137333; }
+.failed { background: #fce8e6; border-color: #d93025; } .failed h1 { color: #a50e0e; }
+.incomplete { background: #fef7e0; border-color: #f29900; } .incomplete h1 { color: #8a4b00; }
+.not-gated { background: #f1f3f4; border-color: #9aa0a6; } .not-gated h1 { color: #3c4043; }
+details { margin: 0.8rem 0; } summary { cursor: pointer; }
 table { border-collapse: collapse; margin: 0.8rem 0; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; }
 th { background: #f0f0f0; text-align: left; }
@@ -101,9 +147,17 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
     ]
     for block in blocks:
         if isinstance(block, Heading):
-            parts.append(f"<h{block.level}>{_inline(block.text)}</h{block.level}>")
+            anchor = f' id="{html.escape(block.anchor)}"' if block.anchor else ""
+            parts.append(f"<h{block.level}{anchor}>{_inline(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
             parts.append(f"<p>{_inline(block.text)}</p>")
+        elif isinstance(block, Folded):
+            parts.append(
+                f"<details><summary>{_inline(block.summary)}</summary>"
+                f"{_html_table(block.table)}</details>"
+            )
+        elif isinstance(block, Banner):
+            parts.append(_html_banner(block))
         elif isinstance(block, Code):
             parts.append(f"<pre><code>{html.escape(block.text)}</code></pre>")
         elif isinstance(block, Bullets):
@@ -112,17 +166,43 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
         elif isinstance(block, Table):
             parts.append(_html_table(block))
         else:
-            plot = block.plot
-            parts.append(
-                f'<figure><img src="{html.escape(plot.filename)}" '
-                f'alt="{html.escape(plot.title)}">'
-                f"<figcaption>{_inline(plot.caption)}</figcaption></figure>"
-            )
+            parts.append(_html_figure(block.plot))
     parts += ["</body>", "</html>"]
     return "\n".join(parts) + "\n"
 
 
-_NUMBER = re.compile(r"[+-]?([0-9][0-9.,]*(e[+-]?[0-9]+)?|inf)%?|n/a|")
+def _html_banner(banner: Banner) -> str:
+    css = banner.outcome.replace(" ", "-")
+    parts = [
+        f'<section class="banner {css}" id="verdict" role="status">',
+        f"<h1>{_inline(banner.headline)}</h1>",
+    ]
+    if banner.table is not None:
+        parts.append(_html_table(banner.table))
+    if banner.facts:
+        parts.append("<ul>" + "".join(f"<li>{_inline(f)}</li>" for f in banner.facts) + "</ul>")
+    return "".join(parts) + "</section>"
+
+
+def _html_figure(plot: Plot) -> str:
+    width, height = png_size(plot.png)
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" '
+        f'width="{width // SAVE_SCALE}" height="{height // SAVE_SCALE}" '
+        f'alt="{html.escape(plot.title)}">'
+        f"<figcaption>{_inline(plot.caption)}</figcaption></figure>"
+    )
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels, from the PNG's header chunk."""
+    if len(png) < 24 or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG file")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+_NUMBER = re.compile(r"[+-]?([0-9][0-9.,]*(e[+-]?[0-9]+)?|inf)( ?%| pp)?|n/a|")
 
 
 def _numeric_columns(table: Table) -> list[bool]:
@@ -159,10 +239,12 @@ def _html_table(table: Table) -> str:
 
 _CODE = re.compile(r"`([^`]+)`")
 _STRONG = re.compile(r"\*\*([^*]+)\*\*")
+_LINK = re.compile(r"\[([^\]]+)\]\((#[A-Za-z0-9_.-]+)\)")
 
 
 def _inline(text: str) -> str:
-    """Escape, then turn `code` and **strong** into their HTML elements."""
+    """Escape, then turn `code`, **strong** and [links](#anchor) into their HTML elements."""
     escaped = html.escape(text)
     escaped = _CODE.sub(r"<code>\1</code>", escaped)
+    escaped = _LINK.sub(r'<a href="\2">\1</a>', escaped)
     return _STRONG.sub(r"<strong>\1</strong>", escaped)

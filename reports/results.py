@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .provenance import Provenance, provenance_from_json
+
 RESULTS_FORMAT = 1
 RESULTS_KIND = "kvsched-report-results"
 
@@ -56,6 +58,8 @@ class ResultSet:
     cases: tuple[CaseResult, ...]
     failed: tuple[tuple[str, str, str], ...] = ()
     """(workload, policy, metric) the source has no value for because its benchmark failed."""
+    provenance: Provenance | None = None
+    """Which code made the figures, and when; None when the source did not record it."""
 
     def case(self, key: tuple[str, str]) -> CaseResult | None:
         for case in self.cases:
@@ -114,7 +118,7 @@ def results_to_json(results: ResultSet) -> dict[str, Any]:
         "source": results.source,
         "cases": [_case_json(case) for case in results.cases],
         "failed": [list(entry) for entry in results.failed],
-    }
+    } | ({"provenance": results.provenance.as_json()} if results.provenance else {})
 
 
 def _case_json(case: CaseResult) -> dict[str, Any]:
@@ -157,6 +161,7 @@ def read_results(path: Path) -> ResultSet:
         source=source if isinstance(source, str) else str(path),
         cases=cases,
         failed=tuple((w, p, m) for w, p, m in failed),
+        provenance=provenance_from_json(document.get("provenance")),
     )
 
 

@@ -94,3 +94,32 @@ def idle_slots_while_waiting(series: IterationSeries, batch_limit: int) -> tuple
         (batch_limit - active) if waiting else 0
         for active, waiting in zip(series.active, series.waiting, strict=True)
     )
+
+
+def counts_from_spans(
+    spans: Sequence[RequestSpan], iterations: int
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Requests in the batch and requests waiting per iteration, from the spans alone.
+
+    The fast path keeps no per-iteration figures, but a request's span says when it waited and
+    when it ran, which is all the crowd timeline draws. A request is active in iterations
+    ``admitted..finished`` and waiting in every iteration from ``arrival + 1`` until it is
+    admitted, as the stepped engine's events count them when nothing is preempted (the reference
+    policies never preempt; tests/test_report.py holds the two together).
+    """
+    import numpy as np
+
+    active = np.zeros(iterations + 2, dtype=np.int64)
+    waiting = np.zeros(iterations + 2, dtype=np.int64)
+    for span in spans:
+        start = min(span.arrival + 1, iterations + 1)
+        admitted = span.admitted if span.admitted is not None else iterations + 1
+        waiting[start] += 1
+        waiting[max(admitted, start)] -= 1
+        if span.admitted is not None:
+            active[span.admitted] += 1
+            finished = span.finished if span.finished is not None else iterations
+            active[finished + 1] -= 1
+    active_counts = np.cumsum(active)[1 : iterations + 1]
+    waiting_counts = np.cumsum(waiting)[1 : iterations + 1]
+    return tuple(int(a) for a in active_counts), tuple(int(w) for w in waiting_counts)

@@ -19,6 +19,7 @@ from kvsched.spec.teaching import (
     STORYBOARD_FIRST_BATCH_PAGES,
 )
 
+from . import numbers
 from .collect import CaseRun
 from .handover import Handover, first_handover
 from .render import Block, Paragraph, Table
@@ -29,20 +30,22 @@ def policy_story(static: CaseRun, continuous: CaseRun) -> list[Block]:
     s, c = static.metrics, continuous.metrics
     fewer = s.iterations - c.iterations
     share = abs(fewer) / s.iterations if s.iterations else 0.0
+    waits = numbers.values((s.p95_wait, c.p95_wait))
     lines = [
-        f"Same arrivals, same limits: static batching takes **{s.iterations}** iterations and "
-        f"continuous batching **{c.iterations}** ({abs(fewer)} "
-        f"{'fewer' if fewer >= 0 else 'more'}, {share:.0%}). Utilization {s.utilization:.0%} "
-        f"against {c.utilization:.0%}; P95 wait {s.p95_wait:g} against {c.p95_wait:g} "
-        "iterations."
+        f"Same arrivals, same limits: static batching takes **{numbers.count(s.iterations)}** "
+        f"iterations and continuous batching **{numbers.count(c.iterations)}** "
+        f"({numbers.count(abs(fewer))} {'fewer' if fewer >= 0 else 'more'}, "
+        f"{numbers.percent(share)}). Utilization {numbers.percent(s.utilization)} against "
+        f"{numbers.percent(c.utilization)}; P95 wait {waits[0]} against {waits[1]} iterations."
     ]
     handover = first_handover(static, continuous)
     if handover is not None:
-        lines.append(_handover_words(handover))
+        order = [span.id for span in static.spans]
+        lines.append(_handover_words(handover, order))
     return [Paragraph(" ".join(lines))]
 
 
-def _handover_words(h: Handover) -> str:
+def _handover_words(h: Handover, order: Sequence[str]) -> str:
     held = f", holding {h.first_pages} KV pages in its first iteration" if h.first_pages else ""
     idles = (
         f"idles until the batch drains in iteration {h.drained_static}"
@@ -52,9 +55,10 @@ def _handover_words(h: Handover) -> str:
     waiting = ""
     if h.waiting_static:
         verb = "waits" if len(h.waiting_static) == 1 else "wait"
-        waiting = f", while {names(h.waiting_static)} {verb}"
+        waiting = f", while {names(h.waiting_static, order)} {verb}"
+    forms = "forms" if len(h.first_batch) == 1 else "form"
     words = (
-        f"Under static batching {names(h.first_batch)} form the first batch{held}. "
+        f"Under static batching {names(h.first_batch, order)} {forms} the first batch{held}. "
         f"`{h.early}` finishes in iteration {h.freed_static}; its slot {idles}{waiting} "
         "(BATCH-2)."
     )
@@ -67,7 +71,7 @@ def _handover_words(h: Handover) -> str:
         )
     verb = "takes" if len(h.joined_continuous) == 1 else "take"
     return words + (
-        f" Under continuous batching {names(h.joined_continuous)} {verb} the freed slot in "
+        f" Under continuous batching {names(h.joined_continuous, order)} {verb} the freed slot in "
         f"iteration {h.freed_continuous + 1} (BATCH-3)."
     )
 
@@ -131,7 +135,19 @@ def _storyboard(static: CaseRun, continuous: CaseRun) -> tuple[tuple[str, ...], 
     )
 
 
-def names(ids: Sequence[str]) -> str:
-    """`a`, `b` and `c`."""
+NAMED_UP_TO = 4
+"""Up to this many requests a sentence names them all; beyond, it counts them and gives a range."""
+
+
+def names(ids: Sequence[str], order: Sequence[str] = ()) -> str:
+    """`a`, `b` and `c`; or `49 requests, r32 to r80` when there are more than a reader can take
+    in (``order``, the workload's declared order, tells whether they run without a gap)."""
     quoted = [f"`{i}`" for i in ids]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    if len(quoted) <= NAMED_UP_TO:
+        return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    position = {request_id: index for index, request_id in enumerate(order)}
+    places = sorted(position[i] for i in ids if i in position)
+    together = len(places) == len(ids) and places[-1] - places[0] == len(places) - 1
+    span = "" if together else ", not all in between"
+    first, last = (order[places[0]], order[places[-1]]) if places else (ids[0], ids[-1])
+    return f"{numbers.counted(len(ids), 'request')} (`{first}` to `{last}`{span})"

@@ -135,3 +135,10 @@ def is_percentile_method(name: object) -> TypeGuard[PercentileMethod]:
 def is_profile(name: str) -> TypeGuard[Profile]:
     """Whether ``name`` is one of the Hypothesis profiles."""
     return name in PROFILE_NAMES
+
+
+GateOutcome = Literal["passed", "failed", "incomplete", "not gated"]
+"""What a report's banner says of its gate: no threshold breached; a threshold breached; no
+breach but some figure missing (a benchmark that failed, a run that did not complete), which is
+never a pass; or no ``--fail-on`` given, so nothing was gated."""
+GATE_OUTCOMES: tuple[GateOutcome, ...] = get_args(GateOutcome)

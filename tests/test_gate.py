@@ -131,7 +131,7 @@ def gate(baseline: Path, out: Path, *argv: str) -> int:
 def test_an_unchanged_candidate_passes(baseline: Path, tmp_path: Path) -> None:
     assert gate(baseline, tmp_path) == 0
     markdown = " ".join((tmp_path / "teaching" / "report.md").read_text().split())
-    assert "**Gate passed**" in markdown
+    assert "**Gate passed: no regression beyond 3 thresholds" in markdown
     assert re.search(
         r"\| teaching / static \| `p95_wait` \| ([0-9.]+) \| \1 \| 0 \| 0% \| ok \|", markdown
     )
@@ -148,7 +148,7 @@ def test_a_deliberately_worse_scheduler_fails_the_gate(
     assert re.search(r"regression: teaching / continuous: iterations \d+ -> \d+", captured.err)
     assert "gate FAILED" in captured.out
     markdown = (tmp_path / "teaching" / "report.md").read_text()
-    assert "**Gate failed**" in markdown and "**breach**" in markdown
+    assert "**Gate failed: " in markdown and "**breach**" in markdown
     assert "Only in the baseline (not compared): `teaching / static`" in markdown
     assert "with the scheduler under test as continuous" in markdown
 
@@ -163,7 +163,7 @@ def test_a_run_that_starves_fails_the_gate_in_the_report_too(
     assert "regression: continuous on teaching did not complete" in captured.err
     assert "gate FAILED" in captured.out
     markdown = " ".join((tmp_path / "teaching" / "report.md").read_text().split())
-    assert "**Gate failed**" in markdown and "did not complete" in markdown
+    assert "**Gate failed: " in markdown and "did not complete" in markdown
 
 
 def test_a_workload_whose_p95_rises_fails_the_gate(

@@ -13,13 +13,16 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvsched.commands import UsageError
 from kvsched.reference import POLICIES
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Workload, WorkloadError
+
+if TYPE_CHECKING:
+    from kvsched.reports.crowd import Zoom
 
 DEFAULT_POLICIES = "static,continuous"
 DEFAULT_OUT = "reports"
@@ -91,6 +94,14 @@ def register(subparsers: Any) -> None:
         "reference policies (no per-iteration plots); auto: fast from 5000 requests",
     )
     parser.add_argument(
+        "--zoom",
+        default="",
+        metavar="FIRST:COUNT",
+        help="above 300 requests the timeline shows counts over time and a zoom on COUNT "
+        "requests from the FIRST-th (1-based, declared order), one row each; default: 40 from "
+        "the middle of the workload; 'none' leaves the zoom out",
+    )
+    parser.add_argument(
         "--no-plots",
         action="store_true",
         help="tables only: skip the PNG plots (a quick CI gate on large workloads)",
@@ -156,6 +167,8 @@ def main(args: argparse.Namespace) -> int:
             thresholds,
             teaching=_teaching(),
             plots=not args.no_plots,
+            baseline_name=args.baseline or "",
+            zoom=_zoom(args.zoom),
         )
     except ThresholdError as error:
         raise UsageError(f"--fail-on {error}") from None
@@ -169,7 +182,11 @@ def main(args: argparse.Namespace) -> int:
         return 0
     for problem in report.verdict.problems:
         print(f"regression: {problem}", file=sys.stderr)
-    verdict = "passed" if report.verdict.passed else "FAILED"
+    verdict = (
+        "passed"
+        if report.verdict.passed
+        else ("FAILED" if report.verdict.breaches else "FAILED (incomplete)")
+    )
     count = len(report.verdict.problems)
     print(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
     return 0 if report.verdict.passed else 1
@@ -191,6 +208,21 @@ def _history(args: argparse.Namespace) -> int:
         raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
     print(f"wrote {written}")
     return 0
+
+
+def _zoom(text: str) -> Zoom | None:
+    from kvsched.reports.crowd import DEFAULT_ZOOM, Zoom
+
+    if not text:
+        return DEFAULT_ZOOM
+    if text == "none":
+        return None
+    first, _, count = text.partition(":")
+    if not first.isdigit() or int(first) < 1 or (count and not count.isdigit()):
+        raise UsageError(
+            f"--zoom '{text}': expected FIRST:COUNT (whole numbers, FIRST from 1), FIRST, or none"
+        )
+    return Zoom(int(first) - 1, int(count) if count else DEFAULT_ZOOM.size)
 
 
 def _workloads(specs: list[str]) -> list[Workload]:
@@ -267,6 +299,8 @@ def _command(args: argparse.Namespace, name: str) -> str:
     words += ["--name", name, "--out", args.out]
     if args.engine != "auto":
         words += ["--engine", args.engine]
+    if args.zoom:
+        words += ["--zoom", args.zoom]
     if args.no_plots:
         words.append("--no-plots")
     if args.baseline:
