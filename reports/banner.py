@@ -48,8 +48,12 @@ HEADLINES: dict[GateOutcome, str] = {
 
 
 def banner(
-    verdict: GateVerdict | None, incomplete: Sequence[str], subject: Subject
+    verdict: GateVerdict | None,
+    incomplete: Sequence[str],
+    subject: Subject,
+    warnings: Sequence[str] = (),
 ) -> tuple[GateOutcome, Banner]:
+    """The banner, and its outcome for the page title; ``warnings`` are the comparison's."""
     outcome = outcome_of(verdict, incomplete)
     headline = f"{HEADLINES[outcome]}: {_summary(outcome, verdict, incomplete)}"
     table = _breaches(verdict) if verdict is not None and verdict.breaches else None
@@ -58,6 +62,7 @@ def banner(
         facts += [f"not judged: {problem}" for problem in verdict.problems[len(verdict.breaches) :]]
     elif incomplete:
         facts += [f"not complete: {problem}" for problem in incomplete]
+    facts += [f"warning: {warning}" for warning in warnings]
     p = subject.provenance
     facts += [
         f"baseline: `{subject.baseline}`" if subject.baseline else "baseline: none given",

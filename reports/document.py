@@ -57,7 +57,8 @@ def compose(content: ReportContent) -> tuple[GateOutcome, list[Block]]:
     incomplete = [
         f"{c.policy} on {c.workload.name}: {c.problem}" for c in content.cases if c.problem
     ]
-    outcome, verdict_banner = banner(content.verdict, incomplete, content.subject)
+    warnings = content.comparison.warnings if content.comparison else ()
+    outcome, verdict_banner = banner(content.verdict, incomplete, content.subject, warnings)
     blocks: list[Block] = [verdict_banner, Heading(f"kvsched report: {content.name}", 1)]
     groups = _by_workload(content.cases)
     if len(groups) > 1:

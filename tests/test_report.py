@@ -80,7 +80,8 @@ def test_html_is_self_contained(teaching_report: Path, tmp_path: Path) -> None:
     assert "@import" not in page and "url(" not in page
     sources = re.findall(r'<img src="([^"]*)" width="(\d+)" height="(\d+)"', page)
     assert len(sources) == page.count("<img") == 3
-    embedded = [base64.b64decode(src.removeprefix("data:image/png;base64,")) for src, _, _ in sources]
+    prefix = "data:image/png;base64,"
+    embedded = [base64.b64decode(src.removeprefix(prefix)) for src, _, _ in sources]
     plots = ("membership-teaching.png", "pages-teaching.png", "waits-teaching.png")
     assert embedded == [(teaching_report / name).read_bytes() for name in plots]
     for png, (_, width, height) in zip(embedded, sources, strict=True):
