@@ -1,10 +1,13 @@
-"""Figures over commits: every asv run of a results tree, in commit order, as a table and plots.
+"""Figures over commits: asv runs, or earlier reports' results.json files, in commit order.
 
-``kvsched report --history RESULTS --metric p95_wait`` reads each run file of an asv results
-tree (:mod:`.asv_results` reads one), orders the runs by the commit date asv recorded, and draws
-each chosen metric of every case as a line over the commits. Only the deterministic ``track_*``
-figures make a meaningful history; times drawn over commits show the machine's load as much as
-the code.
+``kvsched report --history SOURCE --metric p95_wait`` reads either every run file of an asv
+results tree (:mod:`.asv_results` reads one), ordered by the commit date asv recorded, or every
+``results.json`` under a folder (one per earlier report, e.g. kept by CI per commit), ordered by
+the time their provenance records, labelled by its commit (the folder's name for files written
+before reports recorded one). Each chosen metric of every case becomes a line over the commits.
+A commit is marked where a figure moved from the commit before: beyond a ``--fail-on``
+threshold when thresholds are given, by any amount otherwise. Only deterministic figures make a
+meaningful history; times show the machine's load as much as the code.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .asv_results import read_asv_results
-from .figures import new_figure, report_style, save_png, slug
-from .results import ResultsError, load_json_object
+from .asv_results import is_asv_results, read_asv_results
+from .compare import MetricChange
+from .gate import Threshold
+from .results import ResultsError, ResultSet, load_json_object, read_results
 
 _NOT_RUNS = {"machine.json", "benchmarks.json"}
 
@@ -26,26 +30,24 @@ class History:
 
     metric: str
     commits: tuple[str, ...]
-    """Short commit hashes, oldest first."""
+    """Short commit hashes (or folder names), oldest first."""
     series: dict[str, tuple[float | None, ...]]
+    moved: tuple[tuple[str, int], ...] = ()
+    """(case label, commit index) where the figure moved from the commit before."""
+    unit: str = ""
 
 
-def read_history(folder: Path, metrics: Sequence[str]) -> list[History]:
-    """Each metric of ``metrics`` over every run in the asv results tree ``folder``."""
+def read_history(
+    folder: Path, metrics: Sequence[str], thresholds: Sequence[Threshold] = ()
+) -> list[History]:
+    """Each metric of ``metrics`` over every run under ``folder`` (asv results or reports)."""
     if not folder.is_dir():
-        raise ResultsError(f"{folder}: no such asv results folder")
-    runs = []
-    for path in sorted(folder.rglob("*.json")):
-        if path.name in _NOT_RUNS:
-            continue
-        document = load_json_object(path)
-        if "result_columns" in document:
-            date = document.get("date")
-            runs.append((date if isinstance(date, int) else 0, str(document["commit_hash"]), path))
-    if not runs:
-        raise ResultsError(f"{folder}: no asv run files")
-    runs.sort()
-    results = [read_asv_results(path) for _, _, path in runs]
+        raise ResultsError(f"{folder}: no such folder of asv results or report results")
+    labelled = _asv_runs(folder) if is_asv_results(folder) else _report_runs(folder)
+    if not labelled:
+        raise ResultsError(f"{folder}: no asv run files and no results.json files")
+    commits = tuple(label for label, _ in labelled)
+    results = [result for _, result in labelled]
     histories = []
     for metric in metrics:
         labels = dict.fromkeys(
@@ -60,43 +62,48 @@ def read_history(folder: Path, metrics: Sequence[str]) -> list[History]:
             )
             for label in labels
         }
-        histories.append(History(metric, tuple(c[:8] for _, c, _ in runs), series))
+        unit = next((c.units[metric] for r in results for c in r.cases if metric in c.units), "")
+        gated = [t for t in thresholds if t.metric == metric]
+        moved = tuple(
+            (label, index)
+            for label, values in series.items()
+            for index in range(1, len(values))
+            if _moved(values[index - 1], values[index], metric, gated)
+        )
+        histories.append(History(metric, commits, series, moved, unit))
     return histories
 
 
-def history_markdown(histories: Sequence[History], plots: Sequence[str]) -> str:
-    lines = ["# kvsched history", ""]
-    for history, plot in zip(histories, plots, strict=True):
-        lines += [f"## `{history.metric}` over {len(history.commits)} commits", ""]
-        lines.append("| case | " + " | ".join(history.commits) + " |")
-        lines.append("|---" * (len(history.commits) + 1) + "|")
-        for label, values in history.series.items():
-            shown = ("-" if v is None else f"{v:g}" for v in values)
-            lines.append(f"| {label} | " + " | ".join(shown) + " |")
-        lines += ["", f"![{history.metric}]({plot})", ""]
-    return "\n".join(lines)
+def _moved(before: float | None, after: float | None, metric: str, gated: list[Threshold]) -> bool:
+    if before is None or after is None:
+        return False
+    if not gated:
+        return before != after
+    change = MetricChange("", "", metric, before, after)
+    return any(threshold.breached_by(change) for threshold in gated)
 
 
-def plot_history(history: History, folder: Path) -> str:
-    """Draw one metric over commits; returns the PNG's file name."""
-    name = f"history-{slug(history.metric)}.png"
-    with report_style():
-        figure = new_figure(8, 3.5)
-        ax = figure.subplots()
-        positions = range(len(history.commits))
-        for label, values in history.series.items():
-            points = [(x, v) for x, v in zip(positions, values, strict=True) if v is not None]
-            ax.plot([x for x, _ in points], [v for _, v in points], marker="o", label=label)
-        ax.set_xticks(list(positions), history.commits, rotation=45, ha="right")
-        ax.set_ylabel(history.metric)
-        ax.legend(fontsize="small")
-        save_png(figure, folder / name)
-    return name
+def _asv_runs(folder: Path) -> list[tuple[str, ResultSet]]:
+    runs = []
+    for path in sorted(folder.rglob("*.json")):
+        if path.name in _NOT_RUNS:
+            continue
+        document = load_json_object(path)
+        if "result_columns" in document:
+            date = document.get("date")
+            runs.append((date if isinstance(date, int) else 0, str(document["commit_hash"]), path))
+    runs.sort()
+    return [(commit[:8], read_asv_results(path)) for _, commit, path in runs]
 
 
-def write_history(histories: Sequence[History], folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    plots = [plot_history(history, folder) for history in histories]
-    path = folder / "history.md"
-    path.write_text(history_markdown(histories, plots), encoding="utf-8")
-    return path
+def _report_runs(folder: Path) -> list[tuple[str, ResultSet]]:
+    keyed = []
+    for path in sorted(folder.rglob("results.json")):
+        result = read_results(path)
+        p = result.provenance
+        label = path.parent.name
+        if p is not None and p.commit:
+            label = p.commit[:8] + ("+" if p.dirty else "")
+        keyed.append(((p.time if p else "", path.parent.name), label, result))
+    keyed.sort(key=lambda item: item[0])
+    return [(label, result) for _, label, result in keyed]

@@ -202,7 +202,7 @@ def png_size(png: bytes) -> tuple[int, int]:
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
-_NUMBER = re.compile(r"[+-]?([0-9][0-9.,]*(e[+-]?[0-9]+)?|inf)( ?%| pp)?|n/a|")
+_NUMBER = re.compile(r"(\*\*)?[+-]?([0-9][0-9.,]*(e[+-]?[0-9]+)?|inf)( ?%| pp)?(\*\*)?|n/a|-|")
 
 
 def _numeric_columns(table: Table) -> list[bool]:

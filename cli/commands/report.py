@@ -66,16 +66,18 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--history",
-        metavar="ASV_RESULTS",
-        help="draw --metric figures over every commit of an asv results folder, oldest first, "
-        "into OUT/history/ (history.md and one plot per metric)",
+        metavar="FOLDER",
+        help="draw --metric figures over commits, oldest first, from an asv results folder or "
+        "a folder of earlier reports (every results.json under it), into OUT/history/ "
+        "(history.html, history.md and one plot per metric); with --fail-on, mark the commits "
+        "where a figure moved beyond a threshold (otherwise where it moved at all)",
     )
     parser.add_argument(
         "--metric",
         action="append",
         default=[],
         help="a figure for --history, e.g. p95_wait (a track_* benchmark less its prefix); "
-        "repeatable; default p95_wait and iterations",
+        "repeatable; default the --fail-on metrics, else p95_wait and iterations",
     )
     parser.add_argument(
         "--fail-on",
@@ -118,7 +120,9 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.reports.sources import read_source
 
     if args.history:
-        return _history(args)
+        from kvsched.commands.report_history import draw_history
+
+        return draw_history(args)
     try:
         thresholds = [parse_threshold(text) for text in args.fail_on]
     except ThresholdError as error:
@@ -190,24 +194,6 @@ def main(args: argparse.Namespace) -> int:
     count = len(report.verdict.problems)
     print(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
     return 0 if report.verdict.passed else 1
-
-
-def _history(args: argparse.Namespace) -> int:
-    from kvsched.reports.history import read_history, write_history
-    from kvsched.reports.results import ResultsError
-
-    if args.workloads or args.baseline or args.asv_results or args.fail_on:
-        raise UsageError("--history draws asv results over commits; it takes no other input")
-    try:
-        histories = read_history(Path(args.history), args.metric or ["p95_wait", "iterations"])
-    except ResultsError as error:
-        raise UsageError(f"--history {error}") from None
-    try:
-        written = write_history(histories, Path(args.out) / (args.name or "history"))
-    except OSError as error:
-        raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
-    print(f"wrote {written}")
-    return 0
 
 
 def _zoom(text: str) -> Zoom | None:
