@@ -19,6 +19,12 @@ from .gate import GateVerdict
 from .provenance import Provenance
 from .render import Banner, Table
 
+BANNER_ROWS = 8
+"""Breaches the banner lists; more would push it past the first screen, so the rest are counted
+(the comparison below lists them all)."""
+BANNER_LINES = 3
+"""Likewise for each kind of note: figures not judged, runs not complete, warnings."""
+
 
 @dataclass(frozen=True)
 class Subject:
@@ -59,10 +65,12 @@ def banner(
     table = _breaches(verdict) if verdict is not None and verdict.breaches else None
     facts = []
     if verdict is not None:
-        facts += [f"not judged: {problem}" for problem in verdict.problems[len(verdict.breaches) :]]
+        facts += _first(
+            [f"not judged: {problem}" for problem in verdict.problems[len(verdict.breaches) :]]
+        )
     elif incomplete:
-        facts += [f"not complete: {problem}" for problem in incomplete]
-    facts += [f"warning: {warning}" for warning in warnings]
+        facts += _first([f"not complete: {problem}" for problem in incomplete])
+    facts += _first([f"warning: {warning}" for warning in warnings])
     p = subject.provenance
     facts += [
         f"baseline: `{subject.baseline}`" if subject.baseline else "baseline: none given",
@@ -89,7 +97,7 @@ def _summary(outcome: GateOutcome, verdict: GateVerdict | None, incomplete: Sequ
 
 def _breaches(verdict: GateVerdict) -> Table:
     rows = []
-    for breach in verdict.breaches:
+    for breach in verdict.breaches[:BANNER_ROWS]:
         change = breach.change
         unit = change.unit
         shown = numbers.values((change.baseline, change.candidate), unit)
@@ -101,5 +109,17 @@ def _breaches(verdict: GateVerdict) -> Table:
         rows.append(
             (change.label, f"`{change.metric}`", *shown, moved, f"`{breach.threshold.text}`")
         )
+    left = len(verdict.breaches) - BANNER_ROWS
+    if left > 0:
+        more = numbers.counted(left, "more breach", "more breaches")
+        rows.append((f"and {more}, listed below", "", "", "", "", ""))
     headers = ("case", "metric", "baseline", "candidate", "change", "threshold")
     return Table(headers, tuple(rows))
+
+
+def _first(lines: list[str]) -> list[str]:
+    """At most BANNER_LINES of a kind; the rest are counted, and listed in the sections below."""
+    if len(lines) <= BANNER_LINES:
+        return lines
+    kept = lines[: BANNER_LINES - 1]
+    return [*kept, f"and {numbers.count(len(lines) - len(kept))} more of these, listed below"]

@@ -112,9 +112,9 @@ def backlog(case: CaseRun) -> str:
         f"**Waits grow with the workload under `{case.policy}`**: the last quarter of arrivals "
         f"waited {numbers.fixed(last, 1)} iterations on average, the first quarter "
         f"{numbers.fixed(first, 1)}, and the queue peaked at "
-        f"{numbers.counted(max(waiting, default=0), 'request')}. Requests arrive faster than "
-        "they are served, so this P95 wait grows with the number of requests in the run rather "
-        "than measuring the scheduler alone."
+        f"{numbers.counted(max(waiting, default=0), 'request')}. Requests arrived faster than "
+        "they were served, so this P95 wait depends on how many requests the run holds, not on "
+        "the scheduler alone: compare it only with runs of the same length."
     )
 
 
@@ -133,4 +133,7 @@ def idle_slot_words(case: CaseRun) -> str:
         )
     if case.policy == "static":
         return f"{measured}, the slots of finished members held until the batch drains (BATCH-2)"
-    return f"{measured}, while the head of the queue did not fit the free KV pages (BATCH-3)"
+    return (
+        f"{measured}, while the head of the queue did not fit its peak KV pages beside the "
+        "batch's (BATCH-3 allows it)"
+    )

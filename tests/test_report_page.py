@@ -18,8 +18,12 @@ from kvsched.cli import main
 from kvsched.reference import POLICIES
 from kvsched.reference.families import generate
 from kvsched.reports import numbers
+from kvsched.reports.banner import BANNER_ROWS, Subject, banner
 from kvsched.reports.collect import FAST, STEPPED, run_case
+from kvsched.reports.compare import Comparison, MetricChange
+from kvsched.reports.gate import check_gate, parse_threshold
 from kvsched.reports.observations import backlog, idle_slot_words, memory_binds
+from kvsched.reports.provenance import Provenance
 from kvsched.reports.series import counts_from_spans
 from kvsched.reports.story import names
 from kvsched.spec.teaching import load_teaching_trace
@@ -214,3 +218,19 @@ def test_several_workloads_get_contents_and_one_overview(tmp_path: Path) -> None
 @pytest.fixture(autouse=True)
 def _repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # workload paths above are relative to the repository
+
+
+def test_a_long_list_of_breaches_keeps_the_banner_short() -> None:
+    threshold = parse_threshold("p95_wait>+5%")
+    changes = [MetricChange(f"w{i}", "continuous", "p95_wait", 10, 20) for i in range(12)]
+    verdict = check_gate([threshold], Comparison("a", "b", tuple(changes), (), ()))
+    warnings = [f"w{i}: limits differ" for i in range(5)]
+    outcome, shown = banner(verdict, (), Subject("c", Provenance("0")), warnings)
+    assert outcome == "failed" and shown.headline == "Gate failed: 12 breaches of 1 threshold"
+    assert shown.table is not None and len(shown.table.rows) == BANNER_ROWS + 1
+    assert shown.table.rows[-1][0] == "and 4 more breaches, listed below"
+    assert [f for f in shown.facts if "limits differ" in f] == [
+        "warning: w0: limits differ",
+        "warning: w1: limits differ",
+    ]
+    assert "and 3 more of these, listed below" in shown.facts
