@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import numbers
 from .collect import CaseRun
 from .figures import (
     IDLE_COLOUR,
@@ -67,9 +68,9 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
             if strip:
                 _draw_slots(axes[1][column], case, colour)
             axes[0][column].set_title(
-                f"{case.policy}: {case.metrics.iterations} iterations, "
-                f"utilization {case.metrics.utilization:.0%}, "
-                f"P95 wait {case.metrics.p95_wait:g}"
+                f"{case.policy}: {numbers.count(case.metrics.iterations)} iterations, "
+                f"utilization {numbers.percent(case.metrics.utilization)}, "
+                f"P95 wait {numbers.value(case.metrics.p95_wait)}"
             )
             axes[-1][column].set_xlabel("time (iteration n runs from n-1 to n)")
             end = max(case.metrics.iterations, 1)

@@ -83,14 +83,14 @@ def lesson_comparison(static: CaseRun, continuous: CaseRun) -> list[Block]:
         published = PUBLISHED[case.policy]
         m = case.metrics
         for figure, ours, rounded, theirs in (
-            ("iterations", f"{m.iterations}", m.iterations, published.iterations),
+            ("iterations", numbers.count(m.iterations), m.iterations, published.iterations),
             (
                 "utilization",
-                f"{m.utilization:.2%}",
+                numbers.percent(m.utilization),
                 round(100 * m.utilization),
                 published.utilization_percent,
             ),
-            ("P95 wait", f"{m.p95_wait:g}", round(m.p95_wait), published.p95_wait),
+            ("P95 wait", numbers.value(m.p95_wait), round(m.p95_wait), published.p95_wait),
         ):
             shown = f"{theirs}%" if figure == "utilization" else f"{theirs}"
             rows.append((case.policy, figure, ours, shown, "yes" if rounded == theirs else "no"))
