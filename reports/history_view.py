@@ -17,17 +17,34 @@ from .gate import Threshold
 from .history import History
 from .render import Block, Bullets, Heading, Image, Paragraph, Table, to_html, to_markdown
 
+SIDE_LEGEND_FROM = 6
+"""Beyond this many cases the legend moves to a column on the right, each case its own colour."""
+
+
+def _colour(label: str, order: int, lines: int) -> str:
+    if lines <= 2:
+        return policy_colour(label.rpartition(" / ")[2], order)
+    from matplotlib import colormaps
+
+    red, green, blue, _ = colormaps["tab20"](order % 20)
+    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
+
 
 def plot_history(history: History, folder: Path) -> Plot:
     """Draw one metric over commits, moved commits ringed."""
     name = f"history-{slug(history.metric)}.png"
     moved = set(history.moved)
+    lines = len(history.series)
+    longest = max((len(label) for label in history.series), default=10)
     with report_style():
-        figure = new_figure(max(8.0, 0.5 * len(history.commits) + 4), 4.2)
+        # Many cases: a legend column to the right, one colour each, the figure as tall as it.
+        side = lines > SIDE_LEGEND_FROM
+        width = max(8.0, 0.5 * len(history.commits) + 4) + (0.075 * longest if side else 0)
+        figure = new_figure(width, max(4.2, 0.2 * lines + 1.2) if side else 4.2)
         ax = figure.subplots()
         positions = range(len(history.commits))
         for order, (label, values) in enumerate(history.series.items()):
-            colour = policy_colour(label.rpartition(" / ")[2], order)
+            colour = _colour(label, order, lines)
             points = [(x, v) for x, v in zip(positions, values, strict=True) if v is not None]
             ax.plot([x for x, _ in points], [v for _, v in points], marker="o", color=colour)
             ax.plot([], [], marker="o", color=colour, label=label)
@@ -49,7 +66,10 @@ def plot_history(history: History, folder: Path) -> Plot:
         ax.set_ylim(bottom=0)
         ax.grid(axis="y", color="#eeeeee")
         ax.set_axisbelow(True)
-        figure.legend(loc="outside lower center", ncols=3, frameon=False, fontsize="small")
+        if side:
+            figure.legend(loc="outside right upper", ncols=1, frameon=False, fontsize="x-small")
+        else:
+            figure.legend(loc="outside lower center", ncols=3, frameon=False, fontsize="small")
         png = save_png(figure, folder / name)
     caption = (
         f"`{history.metric}` at each of {numbers.counted(len(history.commits), 'commit')}, "
