@@ -22,6 +22,7 @@ from .banner import Subject, banner
 from .collect import FAST, CaseRun
 from .compare import Comparison
 from .comparison_view import comparison_section
+from .crowd import CROWD_FROM
 from .figures import Plot
 from .gate import GateVerdict
 from .observations import backlog, memory_binds, occupancy
@@ -106,7 +107,12 @@ def _workload_section(
             Paragraph(
                 "Run on the event-jumping fast path (`kvsched.reference.fastpath`), which gives "
                 "the stepped engine's metrics exactly but keeps no per-iteration figures, so "
-                "the slot strip and the pages plot are left out."
+                + (
+                    "the pages plot is left out; the timeline counts requests from when each "
+                    "was admitted and finished."
+                    if len(workload.requests) > CROWD_FROM
+                    else "the slot strip and the pages plot are left out."
+                )
             )
         )
     blocks += [

@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from test_report import write_asv_run  # tests/ is on sys.path (rootdir insertion)
 
 from kvsched.cli import main
 from kvsched.reference import POLICIES
@@ -234,3 +235,16 @@ def test_a_long_list_of_breaches_keeps_the_banner_short() -> None:
         "warning: w1: limits differ",
     ]
     assert "and 3 more of these, listed below" in shown.facts
+
+
+def test_a_failed_benchmark_without_a_breach_is_incomplete_not_passed(tmp_path: Path) -> None:
+    results = tmp_path / "asv"
+    write_asv_run(results, "a" * 40, {"static": 19.6, "continuous": 7.0})
+    write_asv_run(results, "b" * 40, {"static": 19.6, "continuous": None})
+    argv = ["report", "--out", str(tmp_path), "--baseline", f"{results}@aaaa"]
+    assert main([*argv, "--asv-results", f"{results}@bbbb", "--fail-on", "p95_wait>+5%"]) == 1
+    page = _Page((tmp_path / "asv-report" / "report.html").read_text())
+    assert page.title.startswith("Gate incomplete")
+    assert ("section", {"class": "banner incomplete", "id": "verdict", "role": "status"}) in (
+        page.tags
+    )
