@@ -248,3 +248,15 @@ def test_a_failed_benchmark_without_a_breach_is_incomplete_not_passed(tmp_path: 
     assert ("section", {"class": "banner incomplete", "id": "verdict", "role": "status"}) in (
         page.tags
     )
+
+
+@pytest.mark.slow
+def test_a_2000_request_report_shows_who_waits_and_who_runs(tmp_path: Path) -> None:
+    argv = ["report", "family:poisson-short-tight:2000", "--name", "big", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    markdown = (tmp_path / "big" / "report.md").read_text()
+    assert "](crowd-poisson-short-tight-n2000-s0.png)" in markdown
+    assert "Top: requests waiting (arrived, not admitted) in each iteration" in markdown
+    assert "a zoom on 40 requests in declared order (#981 to #1,020" in markdown
+    assert "**Memory binds `continuous`**" in markdown
+    assert "**Waits grow with the workload under `continuous`**" in markdown
