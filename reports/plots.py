@@ -61,13 +61,15 @@ def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
                 for ax in (pages_ax, wasted_ax):
                     ax.axvline(len(series.pages_in_use), color=colour, linestyle=":", linewidth=1)
         pages_ax.axhline(limits.pool_pages, color="#444444", linestyle="--", linewidth=1)
+        # Above their lines no curve can reach (pages never exceed the pool, waste never exceeds
+        # PAGE-1's bound), and on the left no policy's end marker does.
         pages_ax.annotate(
             f"pool: {numbers.counted(limits.pool_pages, 'page')}",
-            (1, limits.pool_pages),
+            (0, limits.pool_pages),
             xycoords=("axes fraction", "data"),
-            xytext=(0, 3),
+            xytext=(4, 3),
             textcoords="offset points",
-            ha="right",
+            ha="left",
             color="#444444",
         )
         pages_ax.set_ylim(0, limits.pool_pages * 1.08)
@@ -77,11 +79,11 @@ def plot_pages(cases: Sequence[CaseRun], folder: Path) -> Plot:
         wasted_ax.annotate(
             f"at most {numbers.count(limits.batch_limit)} x {limits.page_size - 1} = "
             f"{numbers.count(bound)} (PAGE-1)",
-            (1, bound),
+            (0, bound),
             xycoords=("axes fraction", "data"),
-            xytext=(0, 3),
+            xytext=(4, 3),
             textcoords="offset points",
-            ha="right",
+            ha="left",
             color="#444444",
         )
         wasted_ax.set_ylim(0, limits.batch_limit * limits.page_size * 1.08)
