@@ -21,6 +21,7 @@ from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory,
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 from .bound import RunBound
+from .restarts import Restarts
 from .tracebacks import describe_failure
 from .version2 import malformed_version_2
 from .waiting import WaitingQueue
@@ -72,7 +73,7 @@ def run(
     allowance = RunBound(workload, properties) if max_iterations is None else None
     bound = iteration_bound(workload) if max_iterations is None else max_iterations
     policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
-    driver = SchedulerDriver(scheduler_factory, workload.limits)
+    driver = SchedulerDriver(scheduler_factory, workload.limits, properties)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
     arrivals = arrival_order(workload.requests)
@@ -107,7 +108,12 @@ class SchedulerDriver:
     decide them between iterations. Both drive the scheduler through this one loop body.
     """
 
-    def __init__(self, factory: SchedulerFactory, limits: Limits) -> None:
+    def __init__(
+        self,
+        factory: SchedulerFactory,
+        limits: Limits,
+        properties: TargetProperties | None = None,
+    ) -> None:
         self.scheduler: Any = None
         self.fault: SchedulerFault | None = None
         """Set once the scheduler raised or broke the protocol; the driver stops there."""
@@ -125,6 +131,10 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
+        # A fold restart can move prompt tokens to a request's output, which the model then
+        # owes too (spec/eventlog.md 4.3); under recompute nothing needs following.
+        folds = properties is not None and properties.restart == "fold"
+        self.restarts = Restarts(properties) if properties and folds else None
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -138,6 +148,8 @@ class SchedulerDriver:
             arrived.append(request.id)
             self.waiting.arrive(request.id)
             self.owed[request.id] = request.output_tokens
+            if self.restarts is not None:
+                self.restarts.arrive(request.id, request.prompt_tokens)
 
         batch = _call(self.scheduler, "schedule", iteration)
         problem = (
@@ -151,7 +163,11 @@ class SchedulerDriver:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)
             self.requeued.insert(0, request_id)
+            if self.restarts is not None and request_id in self.owed:
+                self.owed[request_id] += self.restarts.preempt(request_id)[1]
         for request_id in batch.admitted:
+            if self.restarts is not None:
+                self.restarts.admit(request_id)
             if request_id not in self.members:
                 self.members.append(request_id)
             if request_id in self.requeued:
@@ -171,6 +187,8 @@ class SchedulerDriver:
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
+        if self.restarts is not None:
+            self.restarts.step(batch.computed or {}, batch.cached, batch.decode)
         for rid, count in tokens.items():
             self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
         output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))
@@ -207,6 +225,8 @@ class SchedulerDriver:
             released = set(pages)
             self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in released)
         for request_id in outcome.finished:
+            if self.restarts is not None:
+                self.restarts.finish(request_id)
             if request_id in self.members:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)
