@@ -7,7 +7,8 @@ that iteration's arrivals behind it. Requests preempted in the same iteration we
 may be admitted again in any order among themselves (nano-vllm puts the last preempted first, a
 heap-based engine by its key). Under ``priority`` and ``shortest-first`` each admitted request must
 have the least key, (priority, arrival position) or (prompt tokens, arrival position), of the
-requests waiting then (the prompt as a declared fold restart leaves it); a heap with lazy deletion keeps that at ``log`` cost per request named.
+requests waiting then (the prompt as a declared fold restart leaves it); a heap with lazy
+deletion keeps that at ``log`` cost per request named.
 """
 
 from __future__ import annotations

@@ -11,9 +11,7 @@ from __future__ import annotations
 from kvsched.spec.vocabulary import Restart
 
 
-def restart_hint(
-    request_id: str, restart: Restart, cut: tuple[int, int, int], moved: int
-) -> str:
+def restart_hint(request_id: str, restart: Restart, cut: tuple[int, int, int], moved: int) -> str:
     """The sentence a finding on ``request_id`` ends with: ``cut`` is the iteration in which it
     was last preempted within its prefill, the KV tokens it had then and its prompt plus output
     at the time; ``moved`` is what its folds moved to its output."""
@@ -27,8 +25,8 @@ def restart_hint(
         )
     return (
         f". {request_id!r} was preempted in iteration {when} with {kv} of its {tokens} tokens "
-        "computed, its prefill unfinished; an engine whose restart folds what a request processed into its "
-        f"prompt (vidur's Request.restart()) brings it back with a prompt of {kv} tokens and "
-        "produces the rest as output. If the target restarts that way by design, declare "
-        "restart 'fold' (spec/eventlog.md 4.3)"
+        "computed, its prefill unfinished; an engine whose restart folds what a request "
+        "processed into its prompt (vidur's Request.restart()) brings it back with a prompt of "
+        f"{kv} tokens and produces the rest as output. If the target restarts that way by "
+        "design, declare restart 'fold' (spec/eventlog.md 4.3)"
     )
