@@ -123,9 +123,13 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
     finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
     and every token one position."""
+    # With preempt_freed a preemption's frees are apart from the finish's, as version 2 keeps
+    # them: one request may be preempted, admitted again and finish in one iteration.
+    apart = event.preempt_freed is not None
+    released = event.preempt_freed if event.preempt_freed is not None else event.freed
     for rid in event.preempted:
         yield Preempt(rid)
-        yield Free(rid, tuple(event.freed.get(rid, ())))
+        yield Free(rid, tuple(released.get(rid, ())))
     for rid in event.admitted:
         yield Admit(rid)
     for rid, pages in event.allocated.items():
@@ -157,5 +161,5 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     for rid in event.finished:
         yield Finish(rid)
     for rid, pages in event.freed.items():
-        if rid not in event.preempted and pages:
+        if (apart or rid not in event.preempted) and pages:
             yield Free(rid, tuple(pages))
