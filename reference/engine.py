@@ -50,11 +50,9 @@ class Run:
 
 
 def iteration_bound(workload: Workload) -> int:
-    """The last iteration by which any correct scheduler has drained (section 3.6).
-
-    Even one request at a time, every request is done ``output_tokens`` iterations after the
-    later of its arrival and the previous request's completion.
-    """
+    """The last iteration by which any correct scheduler has drained (section 3.6): even one
+    request at a time, every request is done ``output_tokens`` iterations after the later of its
+    arrival and the previous request's completion."""
     last_arrival = max((r.arrival for r in workload.requests), default=0)
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
@@ -109,10 +107,7 @@ class SchedulerDriver:
     """
 
     def __init__(
-        self,
-        factory: SchedulerFactory,
-        limits: Limits,
-        properties: TargetProperties | None = None,
+        self, factory: SchedulerFactory, limits: Limits, declared: TargetProperties | None = None
     ) -> None:
         self.scheduler: Any = None
         self.fault: SchedulerFault | None = None
@@ -131,10 +126,7 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
-        # A fold restart can move prompt tokens to a request's output, which the model then
-        # owes too (spec/eventlog.md 4.3); under recompute nothing needs following.
-        folds = properties is not None and properties.restart == "fold"
-        self.restarts = Restarts(properties) if properties and folds else None
+        self.restarts = Restarts(declared)  # a fold restart makes a request owe more tokens
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -148,8 +140,6 @@ class SchedulerDriver:
             arrived.append(request.id)
             self.waiting.arrive(request.id)
             self.owed[request.id] = request.output_tokens
-            if self.restarts is not None:
-                self.restarts.arrive(request.id, request.prompt_tokens)
 
         batch = _call(self.scheduler, "schedule", iteration)
         problem = (
@@ -163,11 +153,7 @@ class SchedulerDriver:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)
             self.requeued.insert(0, request_id)
-            if self.restarts is not None and request_id in self.owed:
-                self.owed[request_id] += self.restarts.preempt(request_id)[1]
         for request_id in batch.admitted:
-            if self.restarts is not None:
-                self.restarts.admit(request_id)
             if request_id not in self.members:
                 self.members.append(request_id)
             if request_id in self.requeued:
@@ -187,8 +173,7 @@ class SchedulerDriver:
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
-        if self.restarts is not None:
-            self.restarts.step(batch.computed or {}, batch.cached, batch.decode)
+        self.restarts.follow(arrivals, batch, self.owed)
         for rid, count in tokens.items():
             self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
         output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))
@@ -225,8 +210,6 @@ class SchedulerDriver:
             released = set(pages)
             self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in released)
         for request_id in outcome.finished:
-            if self.restarts is not None:
-                self.restarts.finish(request_id)
             if request_id in self.members:
                 self.members.remove(request_id)
             self.tables.pop(request_id, None)

@@ -10,20 +10,40 @@ The rule itself is :meth:`kvsched.spec.properties.TargetProperties.moved_on_rest
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import ScheduledBatch
+from kvsched.spec.workload import Request
 
 
 class Restarts:
     """Per request: its prompt plus output so far, its KV, and whether it decodes."""
 
-    def __init__(self, properties: TargetProperties) -> None:
-        self.properties = properties
+    def __init__(self, properties: TargetProperties | None = None) -> None:
+        self.properties = properties = properties or TargetProperties()
         self.folds = properties.restart == "fold"
         self.tokens: dict[str, int] = {}
         self.kv: Counter[str] = Counter()
         self.decoding: set[str] = set()
+
+    def follow(
+        self, arrivals: Sequence[Request], batch: ScheduledBatch, owed: MutableMapping[str, int]
+    ) -> None:
+        """One iteration's schedule, as the model runner sees it: ``owed`` (output tokens each
+        request still owes) grows by what each preemption's fold moves to the output. Under
+        recompute nothing moves, and nothing is followed."""
+        if not self.folds:
+            return
+        for request in arrivals:
+            self.arrive(request.id, request.prompt_tokens)
+        for rid in batch.preempted:
+            moved = self.preempt(rid)[1]
+            if rid in owed:
+                owed[rid] += moved
+        for rid in batch.admitted:
+            self.admit(rid)
+        self.step(batch.computed or {}, batch.cached, batch.decode)
 
     def arrive(self, request_id: str, prompt_tokens: int) -> None:
         self.tokens[request_id] = prompt_tokens

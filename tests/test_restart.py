@@ -154,3 +154,16 @@ def test_a_folding_engines_log_declares_fold_and_checks_clean(tmp_path: Path, ve
     path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     finding = check_log(path)
     assert finding is not None and finding.invariant == "DEC-3"
+
+
+def test_the_specs_worked_example_checks_as_the_spec_says(tmp_path: Path) -> None:
+    text = (SCHEMA.parent.parent / "eventlog.md").read_text()
+    section = text[text.index("### 4.3.1") : text.index("### 4.4")]
+    example = section[section.index("```\n") + 4 : section.rindex("```")]
+    path = tmp_path / "fold.jsonl"
+    path.write_text(example)
+    assert check_log(path) is None
+    path.write_text(example.replace(',"restart":"fold"', ""))
+    finding = check_log(path)
+    assert finding is not None and (finding.invariant, finding.iteration) == ("DEC-3", 2)
+    assert "declare restart 'fold'" in finding.message
