@@ -167,3 +167,46 @@ def test_the_specs_worked_example_checks_as_the_spec_says(tmp_path: Path) -> Non
     finding = check_log(path)
     assert finding is not None and (finding.invariant, finding.iteration) == ("DEC-3", 2)
     assert "declare restart 'fold'" in finding.message
+
+
+def test_shortest_first_reads_a_folded_prompt(tmp_path: Path) -> None:
+    # 'x' (prompt 2) is preempted after two tokens: folded, its prompt is 4, so 'y' (prompt 3)
+    # is now the shortest; under recompute 'x' keeps its prompt of 2 and should come first.
+    target = {
+        "policy": "continuous", "admission": "lazy", "preemption": True,
+        "order": "shortest-first", "restart": "fold",
+    }  # fmt: skip
+    workload = {
+        "format": 1, "limits": {"batch_limit": 1, "page_size": 4, "pool_pages": 4},
+        "requests": [
+            {"id": "x", "arrival": 0, "prompt_tokens": 2, "output_tokens": 4},
+            {"id": "y", "arrival": 0, "prompt_tokens": 3, "output_tokens": 1},
+        ],
+    }  # fmt: skip
+    header = {
+        "type": "header", "format": "kvsched-eventlog", "version": 2,
+        "workload": workload, "target": target,
+    }  # fmt: skip
+    ops = [
+        [["admit", "x"], ["alloc", "x", [0]], ["compute", "x", 2], ["token", "x"]],
+        [["decode", ["x"]]],
+        [["preempt", "x"], ["free", "x", [0]], ["admit", "y"], ["alloc", "y", [0]],
+         ["compute", "y", 3], ["token", "y"], ["finish", "y"], ["free", "y", [0]]],
+        [["admit", "x"], ["alloc", "x", [0]], ["compute", "x", 4], ["token", "x"]],
+        [["alloc", "x", [1]], ["decode", ["x"]], ["finish", "x"], ["free", "x", [0, 1]]],
+    ]  # fmt: skip
+    free = [3, 3, 4, 3, 4]
+
+    def check(restart: str) -> Finding | None:
+        header["target"] = {**target, "restart": restart}
+        lines = [json.dumps(header)] + [
+            json.dumps({"type": "iteration", "iteration": n, "ops": o, "free_pages": f})
+            for n, (o, f) in enumerate(zip(ops, free, strict=True), 1)
+        ]
+        path = tmp_path / f"{restart}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        return check_log(path)
+
+    assert check("fold") is None
+    finding = check("recompute")
+    assert finding is not None and (finding.invariant, finding.iteration) == ("BATCH-4", 3)

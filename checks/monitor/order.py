@@ -82,7 +82,9 @@ class OrderRules:
         left = frozenset(event.admitted)
         for rid in event.admitted:
             least = self._least(left)
-            if least is not None and least != rid:
+            if least is None:  # not waiting in the order's view: REQ-1 or REQ-2 said so
+                break
+            if least != rid:
                 return self._skipped(n, rid, least)
             heapq.heappop(self.heap)
             left -= {rid}
