@@ -22,6 +22,7 @@ from kvsched.checks.eventlog.version2 import (
     ENCODER,
     Admit,
     Alloc,
+    Arrive,
     Cache,
     Compute,
     Decode,
@@ -119,13 +120,18 @@ def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
 
 
-def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
-    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
-    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
-    and every token one position."""
-    # With preempt_freed a preemption's frees are apart from the finish's, as version 2 keeps
-    # them: one request may be preempted, admitted again and finish in one iteration.
-    apart = event.preempt_freed is not None
+_SCHEDULE = {
+    "arrive": lambda op: Arrive(op.request),
+    "preempt": lambda op: Preempt(op.request),
+    "free": lambda op: Free(op.request, op.pages),
+    "admit": lambda op: Admit(op.request),
+    "alloc": lambda op: Alloc(op.request, op.pages),
+    "share": lambda op: Share(op.request, op.pages),
+}
+
+
+def _fixed_schedule(event: IterationEvent) -> Iterator[Operation]:
+    """Version 1's order: preemptions with their frees, admissions, then the pages."""
     released = event.preempt_freed if event.preempt_freed is not None else event.freed
     for rid in event.preempted:
         yield Preempt(rid)
@@ -139,6 +145,19 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
         fresh = tuple(p for p in pages if p not in shared)
         if fresh:
             yield Alloc(rid, fresh)
+
+
+def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
+    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
+    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
+    and every token one position."""
+    # With preempt_freed (or a version-2 schedule) a preemption's frees are apart from the
+    # finish's: one request may be preempted, admitted again and finish in one iteration.
+    apart = event.preempt_freed is not None or event.schedule is not None
+    if event.schedule is not None:  # read from a version-2 log: the engine's own order
+        yield from (_SCHEDULE[op.kind](op) for op in event.schedule)
+    else:
+        yield from _fixed_schedule(event)
     for rid, hit in event.cached.items():
         yield Cache(rid, hit)
     computed = event.computed

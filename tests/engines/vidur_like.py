@@ -216,7 +216,9 @@ class VidurSarathi(_Replica):
         for req in sorted(decoding, key=lambda r: r.index):
             if req not in self.running:
                 continue
-            while not self._grow(req, req.processed + 1):
+            # vidur schedules a running request only while a page is free, whether or not it
+            # needs one; a victim at the head of the queue may then get its pages back at once
+            while not (self.free and self._grow(req, req.processed + 1)):
                 self._restart(self.running[-1])
                 if req not in self.running:
                     break
