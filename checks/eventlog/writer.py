@@ -36,7 +36,7 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.reference.engine import Run, SchedulerFault
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties, properties_to_json
 from kvsched.spec.workload import Workload, workload_to_json
 
@@ -120,14 +120,19 @@ def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
 
 
-_SCHEDULE = {
-    "arrive": lambda op: Arrive(op.request),
-    "preempt": lambda op: Preempt(op.request),
-    "free": lambda op: Free(op.request, op.pages),
-    "admit": lambda op: Admit(op.request),
-    "alloc": lambda op: Alloc(op.request, op.pages),
-    "share": lambda op: Share(op.request, op.pages),
-}
+def _scheduled(op: Op) -> Operation:
+    """One operation of a version-2 event's schedule, as a line writes it."""
+    if op.kind == "arrive":
+        return Arrive(op.request)
+    if op.kind == "preempt":
+        return Preempt(op.request)
+    if op.kind == "admit":
+        return Admit(op.request)
+    if op.kind == "free":
+        return Free(op.request, op.pages)
+    if op.kind == "share":
+        return Share(op.request, op.pages)
+    return Alloc(op.request, op.pages)
 
 
 def _fixed_schedule(event: IterationEvent) -> Iterator[Operation]:
@@ -155,7 +160,7 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     # finish's: one request may be preempted, admitted again and finish in one iteration.
     apart = event.preempt_freed is not None or event.schedule is not None
     if event.schedule is not None:  # read from a version-2 log: the engine's own order
-        yield from (_SCHEDULE[op.kind](op) for op in event.schedule)
+        yield from map(_scheduled, event.schedule)
     else:
         yield from _fixed_schedule(event)
     for rid, hit in event.cached.items():
