@@ -11,7 +11,9 @@ shows the run as incomplete instead of hanging or crashing kvsched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import SchedulerTarget, TargetError
@@ -25,6 +27,8 @@ from kvsched.spec.protocol import (
     StepOutcome,
 )
 from kvsched.spec.workload import Limits, Request
+
+T = TypeVar("T")
 
 
 class TargetProcessFailed(Exception):
@@ -48,39 +52,37 @@ def host_scheduler(spec: str, confinement: Confinement) -> tuple[SchedulerTarget
     except BaseException:
         remote.close()
         raise
-    return replace(target, factory=_guarded(target.factory)), remote
+    return replace(target, factory=_guarded(target.factory, remote)), remote
 
 
-def _guarded(factory: SchedulerFactory) -> SchedulerFactory:
+def _guarded(factory: SchedulerFactory, remote: RemoteTarget) -> SchedulerFactory:
     def build(limits: Limits) -> Scheduler:
-        try:
-            return _Guarded(factory(limits))
-        except HostFailure as failure:
-            raise TargetProcessFailed(str(failure)) from None
+        return _Guarded(_call(remote, "the constructor", factory, limits), remote)
 
     return build
 
 
-class _Guarded:
-    """Forwards each call to the hosted scheduler; a broken host is the scheduler's failure."""
+def _call(remote: RemoteTarget, label: str, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` into the host, named for a failure's message; a broken host is the
+    scheduler's failure."""
+    remote.doing = label
+    try:
+        return function(*args)
+    except HostFailure as failure:
+        raise TargetProcessFailed(str(failure)) from None
 
-    def __init__(self, inner: Scheduler) -> None:
-        self.inner = inner
+
+class _Guarded:
+    """Forwards each call to the hosted scheduler through :func:`_call`."""
+
+    def __init__(self, inner: Scheduler, remote: RemoteTarget) -> None:
+        self.inner, self.remote = inner, remote
 
     def add_request(self, request: Request) -> None:
-        try:
-            self.inner.add_request(request)
-        except HostFailure as failure:
-            raise TargetProcessFailed(str(failure)) from None
+        _call(self.remote, "add_request()", self.inner.add_request, request)
 
     def schedule(self) -> ScheduledBatch:
-        try:
-            return self.inner.schedule()
-        except HostFailure as failure:
-            raise TargetProcessFailed(str(failure)) from None
+        return _call(self.remote, "schedule()", self.inner.schedule)
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
-        try:
-            return self.inner.update_from_output(output)
-        except HostFailure as failure:
-            raise TargetProcessFailed(str(failure)) from None
+        return _call(self.remote, "update_from_output()", self.inner.update_from_output, output)

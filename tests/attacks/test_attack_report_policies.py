@@ -50,7 +50,7 @@ def test_a_class_hanging_in_a_report_ends_its_run_not_the_report(
     err = capsys.readouterr().err  # type: ignore[attr-defined]
     assert code == 1, err
     assert "mine on teaching: the scheduler failed in iteration" in err
-    assert "did not return within 1 s" in err
+    assert "schedule() did not return within 1 s" in err
     markdown = (tmp_path / "out" / "teaching" / "report.md").read_text()
     assert "did not complete" in markdown or "failed in iteration" in markdown
 
