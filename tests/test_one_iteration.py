@@ -14,14 +14,18 @@ import json
 from pathlib import Path
 
 from engines.record import SARATHI, SCENARIOS, Scenario
+from engines.vidur_like import VidurSarathi
+from hypothesis import find, settings
 
 from kvsched.checks.eventlog.jsonl import check_log, log_lines
 from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.search.strategies import workloads
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import SchedulerTarget
 from kvsched.checks.targets.remote import RemoteTarget
 from kvsched.reference import run
 from kvsched.reference.engine import Run
+from kvsched.spec.workload import Workload
 
 ENGINES = Path(__file__).resolve().parent / "engines"
 SCENARIO: Scenario = next(s for s in SCENARIOS if s.name.startswith("vidur_sarathi"))
@@ -71,3 +75,21 @@ def test_the_class_hosted_in_its_own_process_is_clean() -> None:
         assert monitor_run(result, properties) is None
     finally:
         remote.close()
+
+
+def test_hypothesis_finds_the_case_on_its_own_and_it_is_clean() -> None:
+    properties = VidurSarathi.properties
+
+    def shows_the_case(workload: Workload) -> bool:
+        return bool(
+            _in_one_iteration(run(workload, VidurSarathi, properties.policy, properties=properties))
+        )
+
+    found = find(
+        workloads(max_requests=4),
+        shows_the_case,
+        settings=settings(max_examples=2000, database=None, deadline=None),
+    )
+    result = run(found, VidurSarathi, properties.policy, properties=properties)
+    assert _in_one_iteration(result)
+    assert monitor_run(result, properties) is None
