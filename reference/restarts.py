@@ -1,4 +1,4 @@
-"""What a declared restart does to each request's tokens (spec/eventlog.md 4.3).
+"""What a declared restart does to each request's tokens (spec/eventlog.md 4.3.1).
 
 Under ``restart: "fold"`` a request preempted within its prefill comes back with a shorter
 prompt and owes the rest of the old one as output tokens. Whoever plays the model runner must

@@ -78,7 +78,7 @@ class TargetProperties:
     """Admission by an estimate of future tokens, or prefill only every few iterations
     (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
     restart: Restart = "recompute"
-    """What a preempted request comes back as (eventlog.md 4.3); only with ``preemption``."""
+    """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, str):
@@ -170,7 +170,7 @@ class TargetProperties:
         return self.chunked_prefill or self.preemption or self.prefix_sharing
 
     def moved_on_restart(self, tokens: int, kv: int, decoding: bool) -> int:
-        """Prompt tokens a preemption turns into output tokens (eventlog.md 4.3).
+        """Prompt tokens a preemption turns into output tokens (eventlog.md 4.3.1).
 
         ``tokens`` is the request's prompt plus its output so far, ``kv`` the KV it loses and
         ``decoding`` whether it produced a token since it was last admitted. Under recompute

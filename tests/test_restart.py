@@ -1,4 +1,4 @@
-"""Restart semantics as a declaration (spec/eventlog.md 4.3): recompute, the default, and fold.
+"""Restart semantics as a declaration (spec/eventlog.md 4.3.1): recompute, the default, and fold.
 
 The vidur-like engines fold as vidur's ``Request.restart()`` does, so a request preempted within
 its chunked prefill comes back with a shorter prompt and produces the rest of the old one as
@@ -96,7 +96,7 @@ def test_undeclared_fold_is_a_finding_that_names_the_declaration(seed: int) -> N
     _, finding = _judge(VidurSarathi, _workload(seed), recompute)
     assert finding is not None and finding.invariant == "DEC-3"
     assert "its prefill unfinished" in finding.message
-    assert "declare restart 'fold' (spec/eventlog.md 4.3)" in finding.message
+    assert "declare restart 'fold' (spec/eventlog.md 4.3.1)" in finding.message
 
 
 # vLLM v1's design with a budget small enough that long prompts are preempted mid-prefill.

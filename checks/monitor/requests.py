@@ -39,7 +39,7 @@ class RequestLedger:
         self.active: dict[str, None] = {}  # the batch, in admission order
         self.generated: Counter[str] = Counter()  # output tokens produced so far
         self.kv: Counter[str] = Counter()  # tokens whose KV the request's pages hold
-        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3): the
+        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): the
         # request's tokens are its prompt minus these plus its output, which owes these more.
         self.moved: Counter[str] = Counter()
         self.admitted_with: dict[str, int] = {}  # output tokens at the latest admission

@@ -1,6 +1,6 @@
 """What the declared restart semantics make of a request preempted within its prefill, in words.
 
-Recompute and fold restarts differ only for such a request (spec/eventlog.md 4.3): under fold it
+Recompute and fold restarts differ only for such a request (spec/eventlog.md 4.3.1): under fold it
 comes back with the prompt it had computed and produces the rest of the old prompt as output.
 A finding on it under the other declaration is most likely that declaration, not a bug, so the
 finding says which restart would explain it and how to declare it.
@@ -28,5 +28,5 @@ def restart_hint(request_id: str, restart: Restart, cut: tuple[int, int, int], m
         "computed, its prefill unfinished; an engine whose restart folds what a request "
         "processed into its prompt (vidur's Request.restart()) brings it back with a prompt of "
         f"{kv} tokens and produces the rest as output. If the target restarts that way by "
-        "design, declare restart 'fold' (spec/eventlog.md 4.3)"
+        "design, declare restart 'fold' (spec/eventlog.md 4.3.1)"
     )

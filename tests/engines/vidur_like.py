@@ -7,15 +7,16 @@ request's first token comes with the iteration that completes its prefill, and a
 ``restart()``, declared ``restart="fold"``: what the request had processed becomes its prompt.
 After its prefill that is its prompt and output so far, all recomputed; within a chunked prefill
 it is the chunks computed so far, and the rest of the old prompt comes back as output tokens,
-one per iteration (spec/eventlog.md 4.3).
+one per iteration (spec/eventlog.md 4.3.1).
 
 - :class:`VidurVLLM`: prefill-only batches of whole prompts, FCFS, under a padded bound (batch
   size times the longest prompt within the budget) and a watermark; else a decode batch of every
   running request; the victim of a preemption is the latest-arrived running request.
 - :class:`VidurSarathi`: mixed batches under ``chunk_size`` tokens: running decodes, then ongoing
-  prefill chunks, then new requests, with blocks for the whole prompt at admission. Admission
-  follows preemption in the same ``schedule()``, so one request may be preempted, re-admitted
-  and finished in one iteration.
+  prefill chunks, then new requests, with blocks for the whole prompt at admission. A running
+  request is scheduled only while a page is free, whether or not it needs one; else the latest
+  admitted is restarted. Admission follows preemption in the same ``schedule()``, so one request
+  may be preempted, re-admitted with the pages it released and finished in one iteration.
 - :class:`VidurLightLLM`: admission by an estimate of each request's future tokens; prefill-only
   batches when nothing runs or every ``max_waiting_iters`` decode iterations.
 
