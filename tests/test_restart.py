@@ -119,9 +119,11 @@ def test_a_recompute_engine_declaring_fold_is_told_to_declare_recompute() -> Non
         assert "declares restart 'recompute', the default" in finding.message
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", (1, 2, 3))
 def test_a_bug_in_a_folding_engine_is_still_caught(seed: int) -> None:
-    # The planted fold forgets the token sampled last, then produces it again from its KV.
+    # The planted fold forgets the token sampled last, then produces it again from its KV. (In
+    # seed 0 every such restart is cut again within its recompute, which folds the lost token
+    # away before any token comes from it: nothing observable is wrong there.)
     _, finding = _judge(VidurSarathiDropsToken, _workload(seed), VidurSarathi.properties)
     assert finding is not None and finding.invariant == "DEC-3", finding
 
