@@ -80,7 +80,8 @@ SARATHI = _workload("sarathi-one-iteration", (2, 4, 3), ("a", 0, 8, 4))
 
 def _sarathi() -> tuple[Run, TargetProperties]:
     properties = vidur_like.VidurSarathi.properties
-    return run(SARATHI, vidur_like.VidurSarathi, properties=properties), properties
+    recorded = run(SARATHI, vidur_like.VidurSarathi, properties.policy, properties=properties)
+    return recorded, properties
 
 
 def _vllm(
