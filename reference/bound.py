@@ -3,17 +3,18 @@
 
 The lesson's bound is the last arrival plus every output token. A target that chunks prefills
 under a token budget earns ``ceil(prompt / budget)`` iterations per request, and
-``ceil(lost / budget)`` for the KV tokens each preemption drops, which the bound learns from the
-events as they come. The engine loop stops a run at this bound; the monitor judges LIVE-1 by it.
+``ceil(lost / budget)`` for the KV tokens each preemption drops, and one iteration per prompt token
+a fold restart turns into an output token (4.3), which the bound learns from the events as they
+come. The engine loop stops a run at this bound; the monitor judges LIVE-1 by it.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload
+
+from .restarts import Restarts
 
 
 class RunBound:
@@ -25,7 +26,9 @@ class RunBound:
         self.value = max((r.arrival for r in requests), default=0) + sum(
             r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
         )
-        self._kv: Counter[str] = Counter()
+        self._restarts = Restarts(self.properties)
+        for request in requests:
+            self._restarts.arrive(request.id, request.prompt_tokens)
 
     def chunks(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's."""
@@ -36,10 +39,12 @@ class RunBound:
         """Grow the bound by the recompute each of ``event``'s preemptions makes necessary."""
         if event.computed is None:
             return
+        restarts = self._restarts
         for rid in event.preempted:
-            self.value += self.chunks(self._kv.pop(rid, 0))
-        for amounts in (event.computed, event.cached):
-            for rid, amount in amounts.items():
-                self._kv[rid] += amount
+            lost, moved = restarts.preempt(rid)
+            self.value += self.chunks(lost) + moved
+        for rid in event.admitted:
+            restarts.admit(rid)
+        restarts.step(event.computed, event.cached, event.decoded)
         for rid in event.finished:
-            self._kv.pop(rid, None)
+            restarts.finish(rid)

@@ -21,6 +21,7 @@ from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory,
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 from .bound import RunBound
+from .restarts import Restarts
 from .tracebacks import describe_failure
 from .version2 import malformed_version_2
 from .waiting import WaitingQueue
@@ -49,11 +50,9 @@ class Run:
 
 
 def iteration_bound(workload: Workload) -> int:
-    """The last iteration by which any correct scheduler has drained (section 3.6).
-
-    Even one request at a time, every request is done ``output_tokens`` iterations after the
-    later of its arrival and the previous request's completion.
-    """
+    """The last iteration by which any correct scheduler has drained (section 3.6): even one
+    request at a time, every request is done ``output_tokens`` iterations after the later of its
+    arrival and the previous request's completion."""
     last_arrival = max((r.arrival for r in workload.requests), default=0)
     return last_arrival + sum(r.output_tokens for r in workload.requests)
 
@@ -72,7 +71,7 @@ def run(
     allowance = RunBound(workload, properties) if max_iterations is None else None
     bound = iteration_bound(workload) if max_iterations is None else max_iterations
     policy = policy or getattr(scheduler_factory, "policy", "") or _name(scheduler_factory)
-    driver = SchedulerDriver(scheduler_factory, workload.limits)
+    driver = SchedulerDriver(scheduler_factory, workload.limits, properties)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
     arrivals = arrival_order(workload.requests)
@@ -107,7 +106,9 @@ class SchedulerDriver:
     decide them between iterations. Both drive the scheduler through this one loop body.
     """
 
-    def __init__(self, factory: SchedulerFactory, limits: Limits) -> None:
+    def __init__(
+        self, factory: SchedulerFactory, limits: Limits, declared: TargetProperties | None = None
+    ) -> None:
         self.scheduler: Any = None
         self.fault: SchedulerFault | None = None
         """Set once the scheduler raised or broke the protocol; the driver stops there."""
@@ -125,6 +126,7 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
+        self.restarts = Restarts(declared)  # a fold restart makes a request owe more tokens
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
@@ -171,6 +173,7 @@ class SchedulerDriver:
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
+        self.restarts.follow(arrivals, batch, self.owed)
         for rid, count in tokens.items():
             self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
         output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))

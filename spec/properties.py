@@ -21,6 +21,8 @@ false alarms (spec/eventlog.md, section 4, says what each declaration changes):
   to "the reservation covers the tokens and stays within that bound".
 - ``reserved_pages``: page ids the pool never hands out (vLLM keeps block 0 as its null block).
 - ``watermark_pages``: pages the target keeps free when it admits (vLLM's watermark).
+- ``restart``: what a preempted request comes back as: ``"recompute"`` (the default: its prompt
+  and output so far, recomputed) or ``"fold"`` (vidur: what it had processed becomes its prompt).
 """
 
 from __future__ import annotations
@@ -29,7 +31,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .vocabulary import BUDGET_MODES, CHUNKINGS, ORDERS, AdmissionOrder, BudgetMode, Chunking
+from .vocabulary import (
+    BUDGET_MODES,
+    CHUNKINGS,
+    ORDERS,
+    RESTARTS,
+    AdmissionOrder,
+    BudgetMode,
+    Chunking,
+    Restart,
+)
 from .workload import Limits, Request, pages_for
 
 ADMISSION_MODES = ("peak", "lazy")
@@ -66,6 +77,8 @@ class TargetProperties:
     estimate_admission: bool = False
     """Admission by an estimate of future tokens, or prefill only every few iterations
     (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
+    restart: Restart = "recompute"
+    """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, str):
@@ -84,6 +97,7 @@ class TargetProperties:
             ("order", self.order, ORDERS),
             ("chunking", self.chunking, CHUNKINGS),
             ("budget", self.budget, BUDGET_MODES),
+            ("restart", self.restart, RESTARTS),
         )
         for field_name, value, options in vocabularies:
             if value is not None and value not in options:
@@ -102,6 +116,11 @@ class TargetProperties:
         if self.chunking == "none" and self.chunked_prefill:
             raise PropertiesError(
                 "field 'chunking' is 'none' but 'chunked_prefill' is true: declare one"
+            )
+        if self.restart == "fold" and not self.preemption:
+            raise PropertiesError(
+                "field 'restart' is 'fold' but 'preemption' is false: restart says what a "
+                "preempted request comes back as; declare preemption too"
             )
         if self.budget == "padded" and self.token_budget is None:
             raise PropertiesError("field 'budget' is 'padded' but no 'token_budget' is declared")
@@ -150,6 +169,19 @@ class TargetProperties:
         """
         return self.chunked_prefill or self.preemption or self.prefix_sharing
 
+    def moved_on_restart(self, tokens: int, kv: int, decoding: bool) -> int:
+        """Prompt tokens a preemption turns into output tokens (eventlog.md 4.3.1).
+
+        ``tokens`` is the request's prompt plus its output so far, ``kv`` the KV it loses and
+        ``decoding`` whether it produced a token since it was last admitted. Under recompute
+        none. Under fold its new prompt is what it had processed: after its prefill, every
+        token it has, which moves nothing; within its prefill, its ``kv`` tokens, so the rest
+        of the prompt becomes output. A prefill that computed nothing has nothing to fold.
+        """
+        if self.restart != "fold" or decoding or kv == 0:
+            return 0
+        return max(tokens - kv, 0)
+
     def usable_pages(self, limits: Limits) -> int:
         """Pages the pool can hand out: all of them but the reserved ids."""
         return limits.pool_pages - len(self.reserved_pages)
@@ -167,15 +199,16 @@ class TargetProperties:
 
 
 _FIELDS = tuple(TargetProperties.__dataclass_fields__)
-_ADMISSION_FIELDS = ("order", "chunking", "budget", "estimate_admission")
+_OMITTED_AT_DEFAULT = ("order", "chunking", "budget", "estimate_admission", "restart")
 
 
 def properties_to_json(properties: TargetProperties) -> dict[str, Any]:
     """The JSON object of a declaration; :func:`parse_properties` reads it back unchanged."""
     document: dict[str, Any] = {name: getattr(properties, name) for name in _FIELDS}
     document["reserved_pages"] = list(properties.reserved_pages)
-    # The admission declarations only when made, so a log that makes none reads as before.
-    for name in _ADMISSION_FIELDS:
+    # The admission and restart declarations only when made, so a log that makes none reads as
+    # before, and a reader that predates them refuses only a log that makes them.
+    for name in _OMITTED_AT_DEFAULT:
         if document[name] == TargetProperties.__dataclass_fields__[name].default:
             del document[name]
     return document

@@ -26,6 +26,13 @@ continuous``, which also overrides a declaration). A scheduler that declares nei
 against every other invariant, and the check says in words which ones it could not check and how
 to declare the policy, rather than show them as quietly "not applicable".
 
+Declaring a design. A scheduler that works the way a real engine does declares it with a class
+attribute ``properties = TargetProperties(...)`` (:mod:`kvsched.spec.properties`): everything an
+event log's header may declare (spec/eventlog.md, section 4), its policy included. A scheduler
+whose preemption folds what a request processed into its prompt, as vidur's does, declares
+``TargetProperties(preemption=True, restart="fold", ...)``; ``restart="recompute"``, the default,
+is vLLM's (eventlog.md 4.3.1).
+
 **Version 2** (section 4.1) is vLLM's token accounting: there is no prefill or decode phase, each
 request has computed tokens that catch up with its tokens. A batch that sets ``computed`` reports,
 per request, the tokens computed this iteration (a prompt chunk, a recompute or one decode token),

@@ -81,6 +81,13 @@ admissions in one batch (vLLM v1), or prefills first and decodes only without th
 Victim = Literal["last", "priority"]
 """Whom recompute preemption evicts (section 10.4): the last admitted, or the lowest priority."""
 
+Restart = Literal["recompute", "fold"]
+"""What a preempted request comes back as (spec/eventlog.md 4.3.1). ``recompute`` (vLLM, nano-vllm):
+it keeps its prompt and its output so far and computes both again. ``fold`` (vidur's
+``Request.restart()``): the tokens it had processed become its prompt, so a prefill cut short
+comes back as a shorter prompt and produces the rest of the old prompt as output tokens."""
+RESTARTS: tuple[Restart, ...] = get_args(Restart)
+
 PageAdmission = Literal["lazy", "peak"]
 """``peak``: the lesson's commitment of peak pages at admission (3.2); ``lazy``: pages taken as
 tokens are computed, preempting when they run out."""

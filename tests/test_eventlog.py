@@ -214,8 +214,7 @@ def test_unreadable_and_non_json_logs_are_invalid_input(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_recorded_logs_are_current_and_keep_their_verdict(scenario: Any) -> None:
-    recorded, properties = scenario.record()
-    assert scenario.path.read_text().splitlines() == list(log_lines(recorded, properties)), (
+    assert scenario.path.read_text().splitlines() == list(scenario.lines()), (
         "stale log: regenerate with PYTHONPATH=tests python -m engines.record"
     )
     finding = check_log(scenario.path)

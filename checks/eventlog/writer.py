@@ -22,6 +22,7 @@ from kvsched.checks.eventlog.version2 import (
     ENCODER,
     Admit,
     Alloc,
+    Arrive,
     Cache,
     Compute,
     Decode,
@@ -35,7 +36,7 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.reference.engine import Run, SchedulerFault
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties, properties_to_json
 from kvsched.spec.workload import Workload, workload_to_json
 
@@ -119,13 +120,27 @@ def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
 
 
-def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
-    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
-    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
-    and every token one position."""
+def _scheduled(op: Op) -> Operation:
+    """One operation of a version-2 event's schedule, as a line writes it."""
+    if op.kind == "arrive":
+        return Arrive(op.request)
+    if op.kind == "preempt":
+        return Preempt(op.request)
+    if op.kind == "admit":
+        return Admit(op.request)
+    if op.kind == "free":
+        return Free(op.request, op.pages)
+    if op.kind == "share":
+        return Share(op.request, op.pages)
+    return Alloc(op.request, op.pages)
+
+
+def _fixed_schedule(event: IterationEvent) -> Iterator[Operation]:
+    """Version 1's order: preemptions with their frees, admissions, then the pages."""
+    released = event.preempt_freed if event.preempt_freed is not None else event.freed
     for rid in event.preempted:
         yield Preempt(rid)
-        yield Free(rid, tuple(event.freed.get(rid, ())))
+        yield Free(rid, tuple(released.get(rid, ())))
     for rid in event.admitted:
         yield Admit(rid)
     for rid, pages in event.allocated.items():
@@ -135,6 +150,19 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
         fresh = tuple(p for p in pages if p not in shared)
         if fresh:
             yield Alloc(rid, fresh)
+
+
+def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
+    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
+    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
+    and every token one position."""
+    # With preempt_freed (or a version-2 schedule) a preemption's frees are apart from the
+    # finish's: one request may be preempted, admitted again and finish in one iteration.
+    apart = event.preempt_freed is not None or event.schedule is not None
+    if event.schedule is not None:  # read from a version-2 log: the engine's own order
+        yield from map(_scheduled, event.schedule)
+    else:
+        yield from _fixed_schedule(event)
     for rid, hit in event.cached.items():
         yield Cache(rid, hit)
     computed = event.computed
@@ -157,5 +185,5 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     for rid in event.finished:
         yield Finish(rid)
     for rid, pages in event.freed.items():
-        if rid not in event.preempted and pages:
+        if (apart or rid not in event.preempted) and pages:
             yield Free(rid, tuple(pages))

@@ -77,8 +77,7 @@ class BatchRules:
             return None
         if properties.estimate_admission or len(requests.active) >= self.limits.batch_limit:
             return None
-        request = requests.requests[head]
-        history = request.prompt_tokens + requests.generated[head]
+        history = requests.known(head)
         if properties.token_budget is not None and not self._budget_left(computed, history + 1):
             return None
         room = self.pages.usable - properties.watermark_pages

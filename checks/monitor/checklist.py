@@ -63,7 +63,13 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
     def limits(n: int) -> Finding | None:
         return batch.check_slots(n) or batch.check_commitment(n)
 
-    return check_schedule(event.iteration, event.schedule, monitor.requests, monitor.pages, limits)
+    finding = check_schedule(
+        event.iteration, event.schedule, monitor.requests, monitor.pages, limits
+    )
+    for op in event.schedule if finding is None else ():
+        if op.kind in ("arrive", "preempt"):  # in the queue the declared order serves
+            monitor.order.waiting(op.request)
+    return finding
 
 
 # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------

@@ -69,8 +69,7 @@ class LivenessRules:
         if any(computed.values()) or event.decoded:
             return None
         properties = requests.properties
-        request = requests.requests[head]
-        history = request.prompt_tokens + requests.generated[head] + 1
+        history = requests.known(head) + 1
         budget = properties.token_budget
         if budget is not None and properties.declared_chunking == "none" and budget < history:
             return None

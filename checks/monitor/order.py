@@ -7,7 +7,8 @@ that iteration's arrivals behind it. Requests preempted in the same iteration we
 may be admitted again in any order among themselves (nano-vllm puts the last preempted first, a
 heap-based engine by its key). Under ``priority`` and ``shortest-first`` each admitted request must
 have the least key, (priority, arrival position) or (prompt tokens, arrival position), of the
-requests waiting then; a heap with lazy deletion keeps that at ``log`` cost per request named.
+requests waiting then (the prompt as a declared fold restart leaves it); a heap with lazy
+deletion keeps that at ``log`` cost per request named.
 """
 
 from __future__ import annotations
@@ -41,9 +42,13 @@ class OrderRules:
         self.heap: list[tuple[int, int, str]] = []
 
     def key(self, rid: str) -> tuple[int, int]:
-        request = self.ledger.requests[rid]
-        first = request.priority if self.order == "priority" else request.prompt_tokens
-        return first, self.position[rid]
+        ledger = self.ledger
+        request = ledger.requests[rid]
+        if self.order == "priority":
+            return request.priority, self.position[rid]
+        # A fold restart makes a waiting request's output so far part of its prompt (4.3).
+        folds = ledger.properties.restart == "fold"
+        return ledger.known(rid) if folds else request.prompt_tokens, self.position[rid]
 
     def waiting(self, rid: str) -> None:
         """``rid`` joined the queue (arrived or preempted)."""
@@ -77,7 +82,9 @@ class OrderRules:
         left = frozenset(event.admitted)
         for rid in event.admitted:
             least = self._least(left)
-            if least is not None and least != rid:
+            if least is None:  # not waiting in the order's view: REQ-1 or REQ-2 said so
+                break
+            if least != rid:
                 return self._skipped(n, rid, least)
             heapq.heappop(self.heap)
             left -= {rid}

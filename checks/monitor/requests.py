@@ -14,6 +14,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.checks.monitor.restarts import restart_hint
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload, arrival_order
@@ -38,6 +39,12 @@ class RequestLedger:
         self.active: dict[str, None] = {}  # the batch, in admission order
         self.generated: Counter[str] = Counter()  # output tokens produced so far
         self.kv: Counter[str] = Counter()  # tokens whose KV the request's pages hold
+        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): the
+        # request's tokens are its prompt minus these plus its output, which owes these more.
+        self.moved: Counter[str] = Counter()
+        self.admitted_with: dict[str, int] = {}  # output tokens at the latest admission
+        # preempted within its prefill: when, with what KV, out of how many tokens
+        self.cut: dict[str, tuple[int, int, int]] = {}
         self.finished = 0
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
         self.bound = max((r.arrival for r in workload.requests), default=0) + sum(
@@ -52,6 +59,15 @@ class RequestLedger:
 
     def reservation(self, request_id: str) -> int:
         return self.properties.reservation(self.requests[request_id], self.page_size)
+
+    def known(self, request_id: str) -> int:
+        """The request's prompt plus its output so far: the tokens its KV may cover."""
+        request = self.requests[request_id]
+        return request.prompt_tokens - self.moved[request_id] + self.generated[request_id]
+
+    def output_length(self, request_id: str) -> int:
+        """The output tokens the request produces in all, fold restarts included."""
+        return self.requests[request_id].output_tokens + self.moved[request_id]
 
     def head(self) -> str | None:
         return next(iter(self.queue), None)
@@ -128,7 +144,14 @@ class RequestLedger:
         self.state[request_id] = WAITING
         self.queue[request_id] = None
         self.queue.move_to_end(request_id, last=False)  # the latest preempted is the new head
-        self.bound += self._prefill_iterations(self.kv[request_id])  # the recompute (LIVE-1)
+        lost = self.kv[request_id]
+        decoding = self.generated[request_id] > self.admitted_with.get(request_id, 0)
+        if not decoding and lost:
+            self.cut[request_id] = (n, lost, self.known(request_id))
+        moved = self.properties.moved_on_restart(self.known(request_id), lost, decoding)
+        self.moved[request_id] += moved
+        # the recompute, and one iteration per token the restart moved to the output (LIVE-1)
+        self.bound += self._prefill_iterations(lost) + moved
         self.kv[request_id] = 0
         return None
 
@@ -172,6 +195,7 @@ class RequestLedger:
                     *batch_before[:3],
                 )
             del self.queue[rid]
+            self.admitted_with[rid] = self.generated[rid]
             self.state[rid] = ACTIVE
             self.active[rid] = None
             self.committed += self.reservation(rid)
@@ -205,13 +229,13 @@ class RequestLedger:
         """REQ-2: finish exactly the requests that produced their last token, exactly once."""
         finished = set(event.finished)
         for rid in event.decoded:
-            request = self.requests[rid]
-            if self.generated[rid] == request.output_tokens and rid not in finished:
+            length = self.output_length(rid)
+            if self.generated[rid] == length and rid not in finished:
                 return _found(
                     "REQ-2",
                     n,
                     f"request {rid!r} produced its last token "
-                    f"({request.output_tokens}) in iteration {n} but was not finished",
+                    f"({length}) in iteration {n} but was not finished{self.fold_hint(rid)}",
                     rid,
                 )
         for rid in event.finished:
@@ -223,13 +247,13 @@ class RequestLedger:
                     f"is {self.where(rid)}: each request finishes once, from the batch",
                     rid,
                 )
-            wanted = self.requests[rid].output_tokens
+            wanted = self.output_length(rid)
             if self.generated[rid] != wanted:
                 return _found(
                     "REQ-2",
                     n,
                     f"request {rid!r} was finished in iteration {n} after "
-                    f"{self.generated[rid]} of its {wanted} output tokens",
+                    f"{self.generated[rid]} of its {wanted} output tokens{self.fold_hint(rid)}",
                     rid,
                 )
             self.state[rid] = FINISHED
@@ -237,6 +261,12 @@ class RequestLedger:
             self.committed -= self.reservation(rid)
             self.finished += 1
         return None
+
+    def fold_hint(self, request_id: str) -> str:
+        cut = self.cut.get(request_id)
+        if cut is None:
+            return ""
+        return restart_hint(request_id, self.properties.restart, cut, self.moved[request_id])
 
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""

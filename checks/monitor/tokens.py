@@ -49,11 +49,12 @@ def check_tokens(
     ledger.generated.update(tokens)
     for amounts in (computed, event.cached):
         for rid in (rid for rid, amount in amounts.items() if amount):
-            known = ledger.requests[rid].prompt_tokens + ledger.generated[rid]
+            known = ledger.known(rid)
             if ledger.kv[rid] > known:
                 message = (
                     f"request {rid!r} has KV for {ledger.kv[rid]} tokens by iteration {n} but "
                     f"only {known} exist (its prompt plus its output so far)"
+                    f"{ledger.fold_hint(rid)}"
                 )
                 return Finding("DEC-1", n, message, requests=(rid,))
     return None
@@ -128,11 +129,12 @@ def _from_computed_kv(
             )
             return Finding("DEC-3", n, message, requests=(rid,))
         have = ledger.kv[rid] + computed.get(rid, 0) + cached.get(rid, 0)
-        needed = ledger.requests[rid].prompt_tokens + ledger.generated[rid]
+        needed = ledger.known(rid)
         if have < needed:
             message = (
                 f"request {rid!r} produced a token in iteration {n} with KV for {have} of its "
                 f"{needed} tokens: a prefill short of the prompt's end produces no token"
+                f"{ledger.fold_hint(rid)}"
             )
             return Finding("DEC-3", n, message, requests=(rid,))
     return None

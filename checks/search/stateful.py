@@ -109,7 +109,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     @initialize(chosen=limits())
     def start(self, chosen: Limits) -> None:
         self.limits = chosen
-        self.target = SchedulerDriver(self.config.factory, chosen)
+        self.target = SchedulerDriver(self.config.factory, chosen, self.config.properties)
         if self.config.compare:
             self.model = SchedulerDriver(POLICIES[self.config.policy], chosen)
 

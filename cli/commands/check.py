@@ -9,11 +9,11 @@ arguments or the workload are invalid.
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.limits import add_limit_options, confinement_from
 from kvsched.spec.vocabulary import POLICY_NAMES, PROFILE_NAMES
 
 DEFAULT_SAVE_DIR = Path(".kvsched") / "counterexamples"
@@ -55,47 +55,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-hypothesis", action="store_true", help="only the monitor over the fixed workloads"
     )
-    limits = parser.add_argument_group(
-        "limits on the target",
-        "The target runs in a separate process that kvsched starts, watches and kills; a target "
-        "that breaks a limit gets a PROTO-1 verdict (README, 'Grading untrusted code').",
-    )
-    limits.add_argument(
-        "--timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="seconds one call into the target (or its import) may take; default 10",
-    )
-    limits.add_argument(
-        "--budget",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="wall-clock seconds for the whole check of a target, kvsched's own work included; "
-        "default 600",
-    )
-    limits.add_argument(
-        "--memory-mb",
-        type=int,
-        default=2048,
-        metavar="MIB",
-        help="address-space limit of the target's process, in MiB; default 2048",
-    )
-    limits.add_argument(
-        "--output-limit",
-        type=int,
-        default=16 * 1024 * 1024,
-        metavar="BYTES",
-        help="bytes the target may write to stdout and stderr together; default 16 MiB",
-    )
-    limits.add_argument(
-        "--sandbox",
-        choices=("none", "bwrap"),
-        default="none",
-        help="bwrap: also run the target's process in bubblewrap (no network, read-only "
-        "filesystem); needs the bwrap program",
-    )
+    add_limit_options(parser, "check")
     parser.add_argument(
         "--z3-requests",
         type=int,
@@ -132,13 +92,12 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
-    from kvsched.checks.targets.confinement import Confinement
     from kvsched.checks.targets.load import TargetError, is_event_log
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.reference.families import workload_from_spec
 
-    confinement = _confinement(args, Confinement)
+    confinement = confinement_from(args)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
     if args.max_examples is not None and args.max_examples < 1:
@@ -185,19 +144,3 @@ def main(args: argparse.Namespace) -> int:
                 f"--junit-xml {args.junit_xml}: cannot write ({error.strerror})"
             ) from None
     return report.exit_code
-
-
-def _confinement(args: argparse.Namespace, confinement: Any) -> Any:
-    for option, value in (("--timeout", args.timeout), ("--budget", args.budget)):
-        if not value > 0 or value == float("inf"):
-            raise UsageError(f"{option} must be a positive number of seconds, got {value}")
-    if args.memory_mb < 64:
-        raise UsageError(f"--memory-mb must be at least 64 (Python needs it), got {args.memory_mb}")
-    if args.output_limit < 0:
-        raise UsageError(f"--output-limit must be >= 0 bytes, got {args.output_limit}")
-    if args.sandbox == "bwrap" and shutil.which("bwrap") is None:
-        raise UsageError(
-            "--sandbox bwrap: the bwrap program is not installed (Debian: apt-get install "
-            "bubblewrap); run without --sandbox, or install it"
-        )
-    return confinement(args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.limits import add_limit_options
+from kvsched.commands.policies import hosted_policies
 from kvsched.reference import POLICIES
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
@@ -23,6 +25,8 @@ from kvsched.spec.workload import Workload, WorkloadError
 
 if TYPE_CHECKING:
     from kvsched.reports.crowd import Zoom
+    from kvsched.reports.gate import Threshold
+    from kvsched.reports.results import ResultSet
 
 DEFAULT_POLICIES = "static,continuous"
 DEFAULT_OUT = "reports"
@@ -50,6 +54,7 @@ def register(subparsers: Any) -> None:
         f"scheduler as `kvsched check` loads it (pkg.mod:Class, file.py:Class); default "
         f"{DEFAULT_POLICIES}",
     )
+    add_limit_options(parser, "report")
     parser.add_argument("--name", help="report folder name (default: the workload's name)")
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"parent folder (default {DEFAULT_OUT})")
     parser.add_argument(
@@ -137,7 +142,22 @@ def main(args: argparse.Namespace) -> int:
     except ResultsError as error:
         raise UsageError(str(error)) from None
     workloads = [] if candidate else _workloads(args.workloads)
-    policies = {} if candidate else _policies(args.policies)
+    with hosted_policies("" if candidate else args.policies, args) as policies:
+        if policies is None:  # a scheduler under test broke its host while being imported
+            return 1
+        return _report(args, workloads, policies, candidate, baseline, thresholds)
+
+
+def _report(
+    args: argparse.Namespace,
+    workloads: list[Workload],
+    policies: dict[str, SchedulerFactory],
+    candidate: ResultSet | None,
+    baseline: ResultSet | None,
+    thresholds: list[Threshold],
+) -> int:
+    from kvsched.reports.gate import ThresholdError
+
     under_test = [name for name, factory in policies.items() if factory is not POLICIES.get(name)]
     if args.engine == "fast" and under_test:
         raise UsageError(
@@ -182,8 +202,12 @@ def main(args: argparse.Namespace) -> int:
     if report.comparison is not None:
         for warning in report.comparison.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    # A scheduler under test that failed or starved is a finding on it, gate or no gate.
+    broken = [case for case in report.cases if case.under_test and case.problem]
+    for case in broken:
+        print(f"{case.policy} on {case.workload.name}: {case.problem}", file=sys.stderr)
     if report.verdict is None:
-        return 0
+        return 1 if broken else 0
     for problem in report.verdict.problems:
         print(f"regression: {problem}", file=sys.stderr)
     verdict = (
@@ -230,42 +254,6 @@ def _workload(spec: str) -> Workload:
     from kvsched.reference.families import workload_from_spec
 
     return workload_from_spec(spec)
-
-
-def _policies(text: str) -> dict[str, SchedulerFactory]:
-    policies: dict[str, SchedulerFactory] = {}
-    for item in (part.strip() for part in text.split(",")):
-        name, _, target = item.partition("=")
-        if not name:
-            raise UsageError(f"--policies: empty policy name in '{text}'")
-        if name in policies:
-            raise UsageError(f"--policies: '{name}' is given twice")
-        if target:
-            policies[name] = _load_scheduler(name, target)
-        elif name in POLICIES:
-            policies[name] = POLICIES[name]
-        else:
-            known = ", ".join(POLICIES)
-            raise UsageError(
-                f"--policies: '{name}' is not a reference policy ({known}); for a scheduler of "
-                f"your own write NAME=package.module:Class"
-            )
-    return policies
-
-
-def _load_scheduler(name: str, target: str) -> SchedulerFactory:
-    from kvsched.checks.targets.load import SchedulerTarget, TargetError, load_target
-
-    try:
-        loaded = load_target(target)
-    except TargetError as error:
-        raise UsageError(f"--policies {name}={target}: {error}") from None
-    if not isinstance(loaded, SchedulerTarget):
-        raise UsageError(
-            f"--policies {name}={target}: a report runs schedulers (package.module:Class or "
-            "file.py:Class), not a learner's solution or an event log"
-        )
-    return loaded.factory
 
 
 def _teaching() -> Workload | None:

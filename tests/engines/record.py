@@ -8,7 +8,7 @@ checks clean or is flagged with its expected invariant id.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from kvsched.reference.engine import Run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload
 
-from . import nano_like, orca_like, vllm_like
+from . import nano_like, orca_like, vidur_like, vllm_like
 
 LOGS = Path(__file__).resolve().parent.parent / "logs"
 
@@ -28,10 +28,21 @@ class Scenario:
     expected: str | None
     """The invariant id the monitor must report, or None for a clean log."""
     record: Callable[[], tuple[Run, TargetProperties]]
+    version: int = 1
 
     @property
     def path(self) -> Path:
         return LOGS / f"{self.name}.jsonl"
+
+    def lines(self) -> Iterator[str]:
+        """The log's lines, in the scenario's version, without newlines."""
+        from kvsched.checks.eventlog.jsonl import log_lines
+        from kvsched.checks.eventlog.writer import v2_lines
+
+        recorded, properties = self.record()
+        if self.version == 2:
+            return v2_lines(recorded, properties)
+        return log_lines(recorded, properties)
 
 
 def _workload(
@@ -59,6 +70,20 @@ NANO = _workload(
 ORCA = _workload("orca-like", (2, 4, 9), ("a", 0, 5, 3), ("b", 0, 2, 6), ("c", 1, 9, 2))
 
 
+# vidur's Sarathi schedules a running request only while a page is free. 'a' holds all 3 pages
+# from iteration 2, so in iteration 3 and again in 4 it restarts itself, folding its output into
+# its prompt, and is admitted again at once with the pages it released; in iteration 4 that
+# recompute of 11 tokens ends with its last token: preempted, admitted and finished in one
+# iteration. Version 2 writes the preemption's frees apart from the finish's.
+SARATHI = _workload("sarathi-one-iteration", (2, 4, 3), ("a", 0, 8, 4))
+
+
+def _sarathi() -> tuple[Run, TargetProperties]:
+    properties = vidur_like.VidurSarathi.properties
+    recorded = run(SARATHI, vidur_like.VidurSarathi, properties.policy, properties=properties)
+    return recorded, properties
+
+
 def _vllm(
     workload: Workload, budget: int, prefixes: dict[str, tuple[str, int]], *bugs: str
 ) -> Callable[[], tuple[Run, TargetProperties]]:
@@ -83,6 +108,7 @@ SCENARIOS = (
     Scenario("vllm_like.clean", None, _vllm(VLLM, 8, VLLM_PREFIXES)),
     Scenario("nano_like.clean", None, _nano),
     Scenario("orca_like.clean", None, _orca(ORCA)),
+    Scenario("vidur_sarathi.preempt_readmit_finish", None, _sarathi, version=2),
     Scenario(
         "vllm_like.leak_on_finish", "PAGE-4",
         _vllm(_workload("leak", (3, 4, 4), ("a", 1, 3, 1), ("b", 0, 6, 1)), 6, {},
@@ -125,12 +151,9 @@ SCENARIOS = (
 
 
 def main() -> int:
-    from kvsched.checks.eventlog.jsonl import write_log
-
     LOGS.mkdir(exist_ok=True)
     for scenario in SCENARIOS:
-        recorded, properties = scenario.record()
-        write_log(recorded, scenario.path, properties)
+        scenario.path.write_text("".join(line + "\n" for line in scenario.lines()), "utf-8")
         print(f"wrote {scenario.path}")
     return 0
 

@@ -4,15 +4,19 @@ version 2, each declaring its design.
 Written from vidur's descriptions, not its code, at toy scale. Common to all: pages are taken from
 a FIFO pool (vidur counts pages only; the ids here are the adapter's), no prefix caching, a
 request's first token comes with the iteration that completes its prefill, and a preemption is
-``restart()``: the output so far joins the prompt and everything is recomputed.
+``restart()``, declared ``restart="fold"``: what the request had processed becomes its prompt.
+After its prefill that is its prompt and output so far, all recomputed; within a chunked prefill
+it is the chunks computed so far, and the rest of the old prompt comes back as output tokens,
+one per iteration (spec/eventlog.md 4.3.1).
 
 - :class:`VidurVLLM`: prefill-only batches of whole prompts, FCFS, under a padded bound (batch
   size times the longest prompt within the budget) and a watermark; else a decode batch of every
   running request; the victim of a preemption is the latest-arrived running request.
 - :class:`VidurSarathi`: mixed batches under ``chunk_size`` tokens: running decodes, then ongoing
-  prefill chunks, then new requests, with blocks for the whole prompt at admission. Admission
-  follows preemption in the same ``schedule()``, so one request may be preempted, re-admitted
-  and finished in one iteration.
+  prefill chunks, then new requests, with blocks for the whole prompt at admission. A running
+  request is scheduled only while a page is free, whether or not it needs one; else the latest
+  admitted is restarted. Admission follows preemption in the same ``schedule()``, so one request
+  may be preempted, re-admitted with the pages it released and finished in one iteration.
 - :class:`VidurLightLLM`: admission by an estimate of each request's future tokens; prefill-only
   batches when nothing runs or every ``max_waiting_iters`` decode iterations.
 
@@ -41,7 +45,8 @@ WATERMARK = 1
 class Req:
     request: Request
     index: int
-    generated: int = 0
+    prompt: int  # vidur's num_prefill_tokens, which a restart rewrites
+    since: int = 0  # output tokens since the last restart
     processed: int = 0  # tokens whose KV is computed
     table: list[int] = field(default_factory=list)
 
@@ -51,10 +56,17 @@ class Req:
 
     @property
     def tokens(self) -> int:
-        # after a restart the output so far is part of the prompt; an empty prompt computes one
-        # start position, so its first token comes from computed KV
-        prompt = self.request.prompt_tokens
-        return prompt + self.generated + (1 if prompt == 0 else 0)
+        # an empty prompt computes one start position, so its first token comes from computed KV
+        return self.prompt + self.since + (1 if self.prompt == 0 else 0)
+
+    def fold(self, drop_token: bool = False) -> None:
+        """vidur's ``restart()``: the tokens processed so far become the prompt. Within a
+        prefill that is the KV computed; after it, the KV plus the token sampled last."""
+        if self.since == 0 and self.processed:
+            self.prompt = min(self.prompt, self.processed)
+        else:
+            self.prompt = self.processed if drop_token else self.prompt + self.since
+        self.since, self.processed = 0, 0
 
     @property
     def left(self) -> int:
@@ -63,6 +75,10 @@ class Req:
 
 class _Replica:
     """What every vidur replica scheduler shares: the pool, the queues, restart and finish."""
+
+    drop_token = False
+    """A planted bug: a restart after the prefill folds only the KV computed, forgetting the
+    token sampled last, which the request then produces again from too little KV (DEC-3)."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -79,7 +95,7 @@ class _Replica:
         self.preempt_freed: dict[str, tuple[int, ...]] = {}
 
     def add_request(self, request: Request) -> None:
-        req = Req(request, len(self.reqs))
+        req = Req(request, len(self.reqs), request.prompt_tokens)
         self.reqs[request.id] = req
         self.waiting.append(req)
 
@@ -96,7 +112,8 @@ class _Replica:
         self.preempt_freed[req.id] = tuple(req.table)
         self.preempted.append(req.id)
         self.computed.pop(req.id, None)
-        req.table, req.processed = [], 0
+        req.table = []
+        req.fold(self.drop_token)
         self.waiting.appendleft(req)
 
     def _admit(self, req: Req, count: int) -> None:
@@ -138,7 +155,7 @@ class _Replica:
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         for rid, count in output.tokens.items():
-            self.reqs[rid].generated += count
+            self.reqs[rid].since += count
         freed = {}
         for rid in output.stopped:
             req = self.reqs[rid]
@@ -156,6 +173,7 @@ class VidurVLLM(_Replica):
         token_budget=PADDED_BUDGET,
         budget="padded",
         preemption=True,
+        restart="fold",
         watermark_pages=WATERMARK,
         order="fcfs",
         chunking="none",
@@ -189,6 +207,7 @@ class VidurSarathi(_Replica):
         chunked_prefill=True,
         chunking="all",
         preemption=True,
+        restart="fold",
         reserve_ahead=True,
         order="fcfs",
     )
@@ -198,7 +217,9 @@ class VidurSarathi(_Replica):
         for req in sorted(decoding, key=lambda r: r.index):
             if req not in self.running:
                 continue
-            while not self._grow(req, req.processed + 1):
+            # vidur schedules a running request only while a page is free, whether or not it
+            # needs one; a victim at the head of the queue may then get its pages back at once
+            while not (self.free and self._grow(req, req.processed + 1)):
                 self._restart(self.running[-1])
                 if req not in self.running:
                     break
@@ -220,6 +241,12 @@ class VidurSarathi(_Replica):
             self._admit(req, count)
             left -= count
         return self._batch()
+
+
+class VidurSarathiDropsToken(VidurSarathi):
+    """VidurSarathi with the planted fold bug of :attr:`_Replica.drop_token`."""
+
+    drop_token = True
 
 
 MAX_WAITING_ITERS = 3

@@ -1,0 +1,82 @@
+"""The limits on a target kvsched runs in a host process, as command-line options.
+
+``kvsched check`` and ``kvsched report --policies NAME=TARGET`` both run third-party code in a
+separate process (kvsched.checks.targets) and take the same options for its limits, so a
+hanging or hostile class meets the same deadline and the same memory and output caps in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from kvsched.commands import UsageError
+
+if TYPE_CHECKING:
+    from kvsched.checks.targets.confinement import Confinement
+
+
+def add_limit_options(parser: Any, command: str) -> None:
+    """The ``--timeout``, ``--budget``, ``--memory-mb``, ``--output-limit`` and ``--sandbox``
+    options; ``command`` names what the budget covers in their help."""
+    limits = parser.add_argument_group(
+        "limits on the target",
+        "The target runs in a separate process that kvsched starts, watches and kills; a target "
+        "that breaks a limit gets a PROTO-1 verdict (README, 'Grading untrusted code').",
+    )
+    limits.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds one call into the target (or its import) may take; default 10",
+    )
+    limits.add_argument(
+        "--budget",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help=f"wall-clock seconds for the whole {command} of a target, kvsched's own work "
+        "included; default 600",
+    )
+    limits.add_argument(
+        "--memory-mb",
+        type=int,
+        default=2048,
+        metavar="MIB",
+        help="address-space limit of the target's process, in MiB; default 2048",
+    )
+    limits.add_argument(
+        "--output-limit",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="BYTES",
+        help="bytes the target may write to stdout and stderr together; default 16 MiB",
+    )
+    limits.add_argument(
+        "--sandbox",
+        choices=("none", "bwrap"),
+        default="none",
+        help="bwrap: also run the target's process in bubblewrap (no network, read-only "
+        "filesystem); needs the bwrap program",
+    )
+
+
+def confinement_from(args: argparse.Namespace) -> Confinement:
+    """The limits the options ask for; UsageError (exit 2) for one out of range."""
+    from kvsched.checks.targets.confinement import Confinement
+
+    for option, value in (("--timeout", args.timeout), ("--budget", args.budget)):
+        if not value > 0 or value == float("inf"):
+            raise UsageError(f"{option} must be a positive number of seconds, got {value}")
+    if args.memory_mb < 64:
+        raise UsageError(f"--memory-mb must be at least 64 (Python needs it), got {args.memory_mb}")
+    if args.output_limit < 0:
+        raise UsageError(f"--output-limit must be >= 0 bytes, got {args.output_limit}")
+    if args.sandbox == "bwrap" and shutil.which("bwrap") is None:
+        raise UsageError(
+            "--sandbox bwrap: the bwrap program is not installed (Debian: apt-get install "
+            "bubblewrap); run without --sandbox, or install it"
+        )
+    return Confinement(args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox)
