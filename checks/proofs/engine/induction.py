@@ -46,20 +46,34 @@ def _well_formed(slots: Slots, size: int) -> list[Any]:
 
 def state_facts(s: EngineSystem, st: EngineState) -> list[Any]:
     """What holds between iterations: lists, phases, pages, tokens."""
-    facts = [st.time >= 0, st.free >= 0, st.running.length <= s.batch_limit]
-    facts += _well_formed(st.running, s.size) + _well_formed(st.waiting, s.size)
-    facts.append(st.free + z3.Sum(list(st.held)) == s.pool_pages)
+    return [f for group in named_state_facts(s, st).values() for f in group]
+
+
+def named_state_facts(s: EngineSystem, st: EngineState) -> dict[str, list[Any]]:
+    """:func:`state_facts` by name, so a test can drop one and see the proof fail."""
+    facts: dict[str, list[Any]] = {
+        "lists": _well_formed(st.running, s.size) + _well_formed(st.waiting, s.size),
+        "pool": [st.free >= 0, st.free + z3.Sum(list(st.held)) == s.pool_pages],
+        "batch": [st.time >= 0, st.running.length <= s.batch_limit],
+    }
+    for name in ("phases", "not-arrived-is-empty", "waiting-has-no-kv", "pages", "tokens"):
+        facts[name] = []
     for i in range(s.size):
         phase, gen, kv, held = st.phase[i], st.generated[i], st.computed[i], st.held[i]
         running = phase == RUNNING
-        facts += [phase >= ABSENT, phase <= FINISHED, gen >= 0, gen <= s.output[i]]
-        facts += [st.running.contains(i) == running, st.waiting.contains(i) == (phase == WAITING)]
-        facts.append((phase == ABSENT) == (s.arrival[i] >= st.time))
-        facts.append((phase == FINISHED) == (gen == s.output[i]))
-        facts.append(z3.Implies(phase == ABSENT, z3.And(gen == 0, kv == 0)))
-        facts.append(z3.Implies(phase == WAITING, kv == 0))
-        facts.append(z3.If(running, held == s.pages(kv), held == 0))
-        facts.append(z3.Implies(running, z3.And(kv >= 0, kv < s.tokens(i, gen))))
+        facts["phases"] += [
+            phase >= ABSENT,
+            phase <= FINISHED,
+            st.running.contains(i) == running,
+            st.waiting.contains(i) == (phase == WAITING),
+            (phase == ABSENT) == (s.arrival[i] >= st.time),
+            (phase == FINISHED) == (gen == s.output[i]),
+        ]
+        facts["not-arrived-is-empty"].append(z3.Implies(phase == ABSENT, z3.And(gen == 0, kv == 0)))
+        facts["waiting-has-no-kv"].append(z3.Implies(phase == WAITING, kv == 0))
+        facts["pages"].append(z3.If(running, held == s.pages(kv), held == 0))
+        facts["tokens"] += [gen >= 0, gen <= s.output[i]]
+        facts["tokens"].append(z3.Implies(running, z3.And(kv >= 0, kv < s.tokens(i, gen))))
     return facts
 
 

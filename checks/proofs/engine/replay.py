@@ -10,6 +10,7 @@ through the runtime monitor, and says what the monitor saw.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,10 +77,7 @@ def model_trajectory(
             break
         it, after = transition(s, state)
         ids = s.ids
-
-        def named(slots: Slots) -> tuple[str, ...]:
-            return tuple(ids[_int(slots.items[k])] for k in range(_int(slots.length)))
-
+        named = _namer(ids)
         active = named(it.running)
         order = sorted(range(s.size), key=lambda i: ids[i])
         views.append(
@@ -139,19 +137,28 @@ class Confirmation:
     """The reference run drained within ``iterations`` iterations."""
 
 
-def confirm(workload: Workload, config: EngineConfig, iterations: int) -> Confirmation:
+def confirm(
+    workload: Workload, config: EngineConfig, iterations: int, compare: int
+) -> Confirmation:
+    """Run the reference ``iterations`` iterations through the monitor; compare its schedule
+    with the model's over the first ``compare`` (the model, evaluated term by term, is slow)."""
     target = EngineScheduler.configured(config)
     properties = config.properties()
     result = run(workload, target, properties=properties, max_iterations=iterations)
     finding = monitor_run(result, properties)
-    upto = min(iterations, len(result.events))
+    upto = min(compare, len(result.events))
     model = [_plain(v) for v in model_trajectory(workload, config, upto)]
     same = model == list(reference_trajectory(workload, config, upto))
     if finding is None:
         return Confirmation("", 0, "", same, result.drained)
-    return Confirmation(
-        finding.invariant, finding.iteration, finding.message, same, result.drained
-    )
+    return Confirmation(finding.invariant, finding.iteration, finding.message, same, result.drained)
+
+
+def _namer(ids: tuple[str, ...]) -> Callable[[Slots], tuple[str, ...]]:
+    def named(slots: Slots) -> tuple[str, ...]:
+        return tuple(ids[_int(slots.items[k])] for k in range(_int(slots.length)))
+
+    return named
 
 
 def _plain(view: StepView) -> StepView:

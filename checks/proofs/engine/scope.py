@@ -39,5 +39,6 @@ def engine_scope(config: EngineConfig) -> Scope:
     if config.token_budget is None:
         departures.append("no token budget (the model needs one)")
     if departures:
-        return outside("the design departs from the modelled one: " + ", ".join(departures), MONITOR)
+        why = "the design departs from the modelled one: " + ", ".join(departures)
+        return outside(why, MONITOR)
     return COVERED
