@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kvsched.checks.proofs.engine import induction, step
 from kvsched.checks.proofs.engine.claims import no_thrash
 from kvsched.checks.proofs.engine.induction import prove_safety
+from kvsched.checks.proofs.engine.liveness import prove_no_thrash
 from kvsched.checks.proofs.engine.replay import (
     concrete_system,
     confirm,
@@ -95,6 +96,12 @@ def test_a_watermark_does_not_stop_the_prefill_first_thrash() -> None:
 def test_mixed_batching_does_not_thrash_within_small_bounds() -> None:
     answer = search("mixed", EngineBounds(page_sizes=(1,), horizon=4), live3, 60)
     assert answer.verdict == PROVED
+
+
+def test_mixed_batching_never_thrashes_by_induction() -> None:
+    assert prove_no_thrash("mixed", 2, 1, 60).verdict == PROVED
+    # The same facts are not inductive for prefill-first, which does thrash.
+    assert prove_no_thrash("prefill-first", 2, 1, 60).verdict == NOT_PROVED
 
 
 @pytest.mark.parametrize(("batching", "page_size"), [("mixed", 2), ("prefill-first", 1)])

@@ -13,6 +13,7 @@ which is about paths.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import z3
 
 from kvsched.checks.proofs.engine.claims import safety_claims
 from kvsched.checks.proofs.engine.slots import EMPTY, Slots
-from kvsched.checks.proofs.engine.step import Binder, transition
+from kvsched.checks.proofs.engine.step import Binder, EngineIteration, transition
 from kvsched.checks.proofs.engine.system import (
     ABSENT,
     FINISHED,
@@ -86,10 +87,31 @@ class InductionAnswer:
     reason: str = ""
 
 
+Facts = Callable[[EngineSystem, EngineState], list[Any]]
+StepClaims = Callable[[EngineSystem, EngineState, EngineIteration, EngineState], dict[str, Any]]
+
+
 def prove_safety(
     batching: Batching, requests: int, page_size: int, timeout_s: float
 ) -> InductionAnswer:
+    """The safety layer: :func:`state_facts` is inductive and implies every safety claim."""
+
+    def claims(s: EngineSystem, b: EngineState, it: EngineIteration, a: EngineState) -> Any:
+        return {c.name: c.term for c in safety_claims(s, b, it, a)}
+
+    return prove_inductive(batching, requests, page_size, timeout_s, state_facts, claims)
+
+
+def prove_inductive(
+    batching: Batching,
+    requests: int,
+    page_size: int,
+    timeout_s: float,
+    facts: Facts,
+    step_claims: StepClaims,
+) -> InductionAnswer:
     """Initiation, consecution and a vacuity check for one batching and page size."""
+    state_facts = facts
     started = time.perf_counter()
     s = symbolic_system(requests, page_size, batching)
     solver = z3.Solver()
@@ -105,7 +127,7 @@ def prove_safety(
     bind = Binder("step_")
     it, after = transition(s, before, bind)
     solver.add(*state_facts(s, before), *bind.facts)
-    claims = {c.name: c.term for c in safety_claims(s, before, it, after)}
+    claims = step_claims(s, before, it, after)
     claims["state-invariant"] = z3.And(*state_facts(s, after))
     result = solver.check(z3.Not(z3.And(*claims.values())))
     if result != z3.unsat:

@@ -1,8 +1,9 @@
 """The engine model's proof set as lines of ``kvsched prove --engine`` (spec/proofs.md, 8).
 
 Three kinds of claim: the safety layer by induction (every iteration, every workload of ``n``
-requests, per batching); LIVE-3 by bounded model checking for ``mixed`` batching (no thrash
-within the bounds, any watermark); and the thrash of ``prefill-first`` batching without a
+requests, per batching); LIVE-3 for ``mixed`` batching, by induction (every iteration) and,
+independently of the induction's strengthening facts, by bounded model checking (no thrash
+within the bounds), any watermark; and the thrash of ``prefill-first`` batching without a
 watermark, which must be *refuted* by a workload that the reference scheduler, replayed through
 the runtime monitor, confirms: the monitor reports LIVE-3 in the iteration the model does, and
 the model and the reference schedule the run identically.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from kvsched.checks.proofs.catalogue import ProofResult
 from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
 from kvsched.checks.proofs.engine.induction import prove_safety
+from kvsched.checks.proofs.engine.liveness import prove_no_thrash
 from kvsched.checks.proofs.engine.replay import confirm
 from kvsched.checks.proofs.engine.unroll import EngineBounds, search
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
@@ -54,6 +56,7 @@ class EnginePlan:
 
 def run_engine_proofs(plan: EnginePlan) -> tuple[ProofResult, ...]:
     results = [safety(b, plan) for b in BATCHINGS]
+    results.append(never_thrashes(plan))
     results.append(thrash("mixed", replace(plan.bounds, page_sizes=plan.page_sizes), plan))
     for watermark in plan.thrash_watermarks:
         pinned = replace(plan.bounds, page_sizes=plan.page_sizes, watermark=watermark)
@@ -79,6 +82,27 @@ def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
         seconds=seconds,
         detail="; ".join(open_),
         statement="; ".join(f"{name}: {text}" for name, (_, text) in SAFETY_STATEMENTS.items()),
+    )
+
+
+def never_thrashes(plan: EnginePlan) -> ProofResult:
+    """LIVE-3 for mixed batching by induction: the monitor's thrash rule is sound there."""
+    seconds, open_ = 0.0, []
+    for page_size in plan.page_sizes:
+        answer = prove_no_thrash("mixed", plan.requests, page_size, plan.timeout_s)
+        seconds += answer.seconds
+        if answer.verdict != PROVED:
+            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    return ProofResult(
+        claim="no thrash (mixed, any watermark)",
+        invariants=("LIVE-3",),
+        policy="engine mixed",
+        method="induction",
+        scope=f"{plan.requests} requests, page sizes {_sizes(plan.page_sizes)}",
+        verdict=NOT_PROVED if open_ else PROVED,
+        seconds=seconds,
+        detail="; ".join(open_),
+        statement=f"{LIVE3_STATEMENT}: the monitor's LIVE-3 never fires on mixed batching",
     )
 
 
