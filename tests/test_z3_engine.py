@@ -84,6 +84,13 @@ def test_prefill_first_thrashes_and_the_reference_confirms_it() -> None:
     assert seen.same_schedule and not seen.drained
 
 
+def test_the_documented_witness_thrashes_on_the_reference() -> None:
+    workload = Workload("wm0", Limits(2, 1, 7), (Request("r0", 0, 3, 2), Request("r1", 0, 6, 1)))
+    seen = confirm(workload, engine_config("prefill-first", 4, 0), 200, 4)
+    assert (seen.invariant, seen.iteration, seen.same_schedule) == ("LIVE-3", 4, True)
+    assert not seen.drained
+
+
 def test_a_watermark_does_not_stop_the_prefill_first_thrash() -> None:
     # The reproduced witness of watermark 2: admission keeps two pages spare, and the next chunk
     # needs three.
