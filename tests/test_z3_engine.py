@@ -57,13 +57,25 @@ def engine_runs(draw: st.DrawFn) -> tuple[Workload, Any]:
     return workload, config
 
 
-@settings(max_examples=10, deadline=None)
-@given(engine_runs())
-def test_the_model_schedules_exactly_as_the_reference(drawn: tuple[Workload, Any]) -> None:
-    workload, config = drawn
+def _same_schedule(workload: Workload, config: Any) -> None:
     model = model_trajectory(workload, config, 10)
     reference = reference_trajectory(workload, config, 10)
     assert [m.__class__(**{**m.__dict__, "thrash": False}) for m in model] == list(reference)
+
+
+@settings(max_examples=10, deadline=None)
+@given(engine_runs())
+def test_the_model_schedules_exactly_as_the_reference(drawn: tuple[Workload, Any]) -> None:
+    _same_schedule(*drawn)
+
+
+@pytest.mark.slow
+@settings(max_examples=100, deadline=None)
+@given(engine_runs())
+def test_the_model_schedules_as_the_reference_on_more_workloads(
+    drawn: tuple[Workload, Any],
+) -> None:
+    _same_schedule(*drawn)
 
 
 def test_a_design_outside_the_model_is_refused() -> None:
