@@ -113,6 +113,8 @@ def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofR
     answer = search(batching, bounds, lambda s, b, it, a: [no_thrash(it)], plan.timeout_s)
     expected = REFUTED if batching == "prefill-first" else PROVED
     verdict, detail, witness = answer.verdict, answer.reason, None
+    if verdict == PROVED and expected == REFUTED:
+        detail = "no thrash within these bounds: thrash takes two preemptions, raise the horizon"
     if answer.found is not None:
         found = answer.found
         witness = found.workload
