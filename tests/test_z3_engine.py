@@ -8,12 +8,14 @@ to fail.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kvsched.checks.monitor import monitor_run
 from kvsched.checks.proofs.engine import induction, step
 from kvsched.checks.proofs.engine.claims import no_thrash
 from kvsched.checks.proofs.engine.induction import prove_safety
@@ -28,7 +30,8 @@ from kvsched.checks.proofs.engine.results import EnginePlan, run_engine_proofs
 from kvsched.checks.proofs.engine.scope import engine_scope
 from kvsched.checks.proofs.engine.unroll import EngineBounds, engine_config, search
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
-from kvsched.reference.engine_scheduler import VLLM_V1
+from kvsched.reference.engine import run
+from kvsched.reference.engine_scheduler import VLLM_V1, EngineScheduler
 from kvsched.spec.scope import OutOfScope
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
@@ -101,6 +104,10 @@ def test_the_documented_witness_thrashes_on_the_reference() -> None:
     seen = confirm(workload, engine_config("prefill-first", 4, 0), 200, 4)
     assert (seen.invariant, seen.iteration, seen.same_schedule) == ("LIVE-3", 4, True)
     assert not seen.drained
+    # With the prefix cache (outside the model) the preempted request's pages come back as a hit.
+    cached = replace(engine_config("prefill-first", 4, 0), prefix_caching=True)
+    result = run(workload, EngineScheduler.configured(cached), properties=cached.properties())
+    assert result.drained and monitor_run(result, cached.properties()) is None
 
 
 def test_a_watermark_does_not_stop_the_prefill_first_thrash() -> None:
