@@ -2,7 +2,8 @@
 
 The reference (``reference/engine.py`` with the reference schedulers) runs any workload and any
 scheduler. Second implementations of the same rules are faster or prove more, and cover less: the
-event-jumping replay and the Z3 models know only the lesson model's two reference policies. Each
+event-jumping replay and the lesson's Z3 models know only its two reference policies, the engine
+Z3 model one family of the engine scheduler's designs. Each
 states its scope as a function answering a :class:`Scope`, and refuses with :class:`OutOfScope`
 what it does not cover, naming what to use instead, rather than answering a question it was never
 built to answer.

@@ -1,0 +1,151 @@
+"""The engine model's proof set as lines of ``kvsched prove --engine`` (spec/proofs.md, 8).
+
+Three kinds of claim: the safety layer by induction (every iteration, every workload of ``n``
+requests, per batching); LIVE-3 for ``mixed`` batching, by induction (every iteration) and,
+independently of the induction's strengthening facts, by bounded model checking (no thrash
+within the bounds), any watermark; and the thrash of ``prefill-first`` batching without a
+watermark, which must be *refuted* by a workload that the reference scheduler, replayed through
+the runtime monitor, confirms: the monitor reports LIVE-3 in the iteration the model does, and
+the model and the reference schedule the run identically.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from kvsched.checks.proofs.catalogue import ProofResult
+from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
+from kvsched.checks.proofs.engine.induction import prove_safety
+from kvsched.checks.proofs.engine.liveness import prove_no_thrash
+from kvsched.checks.proofs.engine.replay import confirm
+from kvsched.checks.proofs.engine.unroll import EngineBounds, search
+from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
+from kvsched.spec.vocabulary import Batching
+
+BATCHINGS: tuple[Batching, ...] = ("mixed", "prefill-first")
+CONFIRM_ITERATIONS = 200
+"""How long the reference runs a thrash witness to show it never drains."""
+
+ENGINE_METHODS = {
+    "induction": "every iteration of every workload of that many requests: arrivals, lengths, "
+    "batch limit, pool, token budget and watermark symbolic and unbounded; one page size a query",
+    "BMC": "every workload within the bounds, unrolled from the initial state to the horizon",
+}
+
+ENGINE_NOT_COVERED = {
+    "PAGE-2": "the model counts pages, it has no page ids (the monitor checks ownership)",
+    "PAGE-6": "the model has no prefix cache, so no shared pages or reference counts",
+    "BATCH-2..5": "conformance is the monitor's; the model's order is fcfs by construction",
+    "LIVE-1, LIVE-2": "not modelled: prefill-first can livelock, so no drain bound is claimed",
+    "PROTO-1": "a property of a scheduler's answers, not of the transition system",
+}
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    requests: int = 2
+    """Requests in the induction proofs (every length and limit symbolic)."""
+    page_sizes: tuple[int, ...] = (1, 2, 3)
+    bounds: EngineBounds = field(default_factory=lambda: EngineBounds(horizon=5))
+    """Workloads for the LIVE-3 searches."""
+    timeout_s: float = 60.0
+    thrash_watermarks: tuple[int, ...] = (0, 2)
+    """Watermarks at which prefill-first batching must be shown to thrash."""
+
+
+def run_engine_proofs(plan: EnginePlan) -> tuple[ProofResult, ...]:
+    results = [safety(b, plan) for b in BATCHINGS]
+    results.append(never_thrashes(plan))
+    results.append(thrash("mixed", replace(plan.bounds, page_sizes=plan.page_sizes), plan))
+    for watermark in plan.thrash_watermarks:
+        pinned = replace(plan.bounds, page_sizes=plan.page_sizes, watermark=watermark)
+        results.append(thrash("prefill-first", pinned, plan))
+    return tuple(results)
+
+
+def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
+    seconds, open_ = 0.0, []
+    for page_size in plan.page_sizes:
+        answer = prove_safety(batching, plan.requests, page_size, plan.timeout_s)
+        seconds += answer.seconds
+        if answer.verdict != PROVED:
+            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    ids = tuple(dict.fromkeys(i for ids, _ in SAFETY_STATEMENTS.values() for i in ids))
+    return ProofResult(
+        claim="safety layer: " + ", ".join(SAFETY_STATEMENTS),
+        invariants=ids,
+        policy=f"engine {batching}",
+        method="induction",
+        scope=f"{plan.requests} requests, page sizes {_sizes(plan.page_sizes)}",
+        verdict=NOT_PROVED if open_ else PROVED,
+        seconds=seconds,
+        detail="; ".join(open_),
+        statement="; ".join(f"{name}: {text}" for name, (_, text) in SAFETY_STATEMENTS.items()),
+    )
+
+
+def never_thrashes(plan: EnginePlan) -> ProofResult:
+    """LIVE-3 for mixed batching by induction: the monitor's thrash rule is sound there."""
+    seconds, open_ = 0.0, []
+    for page_size in plan.page_sizes:
+        answer = prove_no_thrash("mixed", plan.requests, page_size, plan.timeout_s)
+        seconds += answer.seconds
+        if answer.verdict != PROVED:
+            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    return ProofResult(
+        claim="no thrash (mixed, any watermark)",
+        invariants=("LIVE-3",),
+        policy="engine mixed",
+        method="induction",
+        scope=f"{plan.requests} requests, page sizes {_sizes(plan.page_sizes)}",
+        verdict=NOT_PROVED if open_ else PROVED,
+        seconds=seconds,
+        detail="; ".join(open_),
+        statement=f"{LIVE3_STATEMENT}: the monitor's LIVE-3 never fires on mixed batching",
+    )
+
+
+def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofResult:
+    """LIVE-3 within ``bounds``: proved for mixed; for prefill-first, whatever the watermark,
+    the claim must be refuted by a workload the reference and the monitor confirm."""
+    started = time.perf_counter()
+    answer = search(batching, bounds, lambda s, b, it, a: [no_thrash(it)], plan.timeout_s)
+    expected = REFUTED if batching == "prefill-first" else PROVED
+    verdict, detail, witness = answer.verdict, answer.reason, None
+    if verdict == PROVED and expected == REFUTED:
+        detail = "no thrash within these bounds: thrash takes two preemptions, raise the horizon"
+    if answer.found is not None:
+        found = answer.found
+        witness = found.workload
+        seen = confirm(found.workload, found.config, CONFIRM_ITERATIONS, found.iteration)
+        real = seen.invariant == "LIVE-3" and seen.iteration == found.iteration
+        verdict = REFUTED if real and seen.same_schedule else NOT_PROVED
+        detail = (
+            f"token budget {found.config.token_budget}, watermark "
+            f"{found.config.watermark_pages}: the model thrashes in iteration {found.iteration}; "
+            f"replayed on the reference, the monitor reports "
+            f"{seen.invariant or 'nothing'} in iteration {seen.iteration}, schedules "
+            f"{'identical' if seen.same_schedule else 'DIFFERENT'}, "
+            f"{'drained' if seen.drained else 'not drained'} after {CONFIRM_ITERATIONS} "
+            "iterations" + ("" if verdict == REFUTED else "; NOT confirmed")
+        )
+    return ProofResult(
+        claim=f"no thrash ({batching}"
+        + ("" if bounds.watermark is None else f", watermark {bounds.watermark}")
+        + ")",
+        invariants=("LIVE-3",),
+        policy=f"engine {batching}",
+        method="BMC",
+        scope=f"{bounds.requests} requests, <= {bounds.horizon} iterations",
+        verdict=verdict,
+        seconds=time.perf_counter() - started,
+        expected=expected,
+        detail=detail,
+        statement=f"{LIVE3_STATEMENT}, for every workload of {bounds.words()}",
+        counterexample=witness,
+    )
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    return "/".join(map(str, sizes))

@@ -1,0 +1,167 @@
+"""Bounded model checking of the engine model over every workload within the bounds.
+
+:func:`search` unrolls the transition from the initial state, one iteration at a time on one
+incremental solver, and asks at each depth whether some workload within :class:`EngineBounds`
+breaks a claim there: the shallowest violation comes first, and each depth's query stays small.
+``unsat`` at every depth up to the horizon proves the claims for every workload within the
+bounds, for the first ``horizon`` iterations; ``sat`` gives a workload and a design, which
+:mod:`.replay` confirms on the reference scheduler and the monitor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import z3
+
+from kvsched.checks.proofs.engine.claims import Claim
+from kvsched.checks.proofs.engine.step import Binder, EngineIteration, transition
+from kvsched.checks.proofs.engine.system import (
+    EngineState,
+    EngineSystem,
+    fresh_state,
+    initial_state,
+    same,
+    symbolic_system,
+)
+from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
+from kvsched.reference.engine_scheduler import EngineConfig
+from kvsched.spec.vocabulary import Batching
+from kvsched.spec.workload import Limits, Request, Workload
+
+
+@dataclass(frozen=True)
+class EngineBounds:
+    """The workloads a search ranges over. Batch limit, pool, token budget and watermark range
+    over every value the loader and ``EngineConfig`` accept, unless pinned here."""
+
+    requests: int = 2
+    max_arrival: int = 2
+    max_prompt: int = 6
+    max_output: int = 3
+    page_sizes: tuple[int, ...] = (1, 2, 3)
+    horizon: int = 10
+    watermark: int | None = None
+    """Pin the watermark to this many pages; ``None``: any watermark >= 0."""
+
+    def constrain(self, s: EngineSystem) -> list[Any]:
+        facts = [s.watermark == self.watermark] if self.watermark is not None else []
+        for i in range(s.size):
+            facts += [s.arrival[i] <= self.max_arrival, s.output[i] <= self.max_output]
+            facts.append(s.prompt[i] <= self.max_prompt)
+        return facts
+
+    def words(self) -> str:
+        watermark = "any watermark" if self.watermark is None else f"watermark {self.watermark}"
+        return (
+            f"{self.requests} requests, arrivals <= {self.max_arrival}, prompts <= "
+            f"{self.max_prompt}, outputs <= {self.max_output}, page sizes "
+            f"{'/'.join(map(str, self.page_sizes))}, {watermark}, any batch limit, pool and "
+            f"token budget; {self.horizon} iterations"
+        )
+
+
+ClaimsAt = Callable[[EngineSystem, EngineState, EngineIteration, EngineState], list[Claim]]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A workload and design on which a claim fails, as Z3 chose them."""
+
+    iteration: int
+    claims: tuple[str, ...]
+    """The claims that fail there."""
+    workload: Workload
+    config: EngineConfig
+
+
+@dataclass(frozen=True)
+class SearchAnswer:
+    verdict: str
+    """PROVED (no violation within the bounds), REFUTED (``found``), or NOT_PROVED."""
+    seconds: float
+    found: Found | None = None
+    reason: str = ""
+
+
+def search(
+    batching: Batching, bounds: EngineBounds, claims_at: ClaimsAt, timeout_s: float
+) -> SearchAnswer:
+    """Every page size of the bounds in turn; the first violation found ends the search."""
+    spent = 0.0
+    for page_size in bounds.page_sizes:
+        answer = _search_one(batching, page_size, bounds, claims_at, timeout_s - spent)
+        spent += answer.seconds
+        if answer.verdict != PROVED:
+            return SearchAnswer(answer.verdict, spent, answer.found, answer.reason)
+    return SearchAnswer(PROVED, spent)
+
+
+def _search_one(
+    batching: Batching,
+    page_size: int,
+    bounds: EngineBounds,
+    claims_at: ClaimsAt,
+    timeout_s: float,
+) -> SearchAnswer:
+    started = time.perf_counter()
+    s = symbolic_system(bounds.requests, page_size, batching)
+    solver = z3.Solver()
+    solver.add(*s.valid(), *bounds.constrain(s))
+    state = initial_state(s)
+    for k in range(1, bounds.horizon + 1):
+        bind = Binder(f"k{k}_")
+        it, after = transition(s, state, bind)
+        fresh = fresh_state(s.size, f"k{k}")
+        solver.add(*bind.facts, *same(fresh, after))
+        claims = claims_at(s, state, it, fresh)
+        left = timeout_s - (time.perf_counter() - started)
+        if left <= 0:
+            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, reason="timeout")
+        solver.set("timeout", max(1, int(left * 1000)))
+        solver.push()
+        solver.add(z3.Or(*[z3.Not(c.term) for c in claims]))
+        result = solver.check()
+        if result == z3.sat:
+            model = solver.model()
+            broken = tuple(c.name for c in claims if z3.is_false(model.eval(c.term, True)))
+            found = Found(k, broken, *_chosen(model, s))
+            return SearchAnswer(REFUTED, time.perf_counter() - started, found)
+        if result != z3.unsat:
+            reason = solver.reason_unknown() or "unknown"
+            why = "timeout" if "cancel" in reason else reason
+            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, reason=why)
+        solver.pop()
+        state = fresh
+    return SearchAnswer(PROVED, time.perf_counter() - started)
+
+
+def _chosen(model: Any, s: EngineSystem) -> tuple[Workload, EngineConfig]:
+    def value(term: Any) -> int:
+        return int(model.eval(term, model_completion=True).as_long())
+
+    requests = tuple(
+        Request(f"r{i}", value(s.arrival[i]), value(s.prompt[i]), value(s.output[i]))
+        for i in range(s.size)
+    )
+    limits = Limits(value(s.batch_limit), s.page_size, value(s.pool_pages))
+    workload = Workload(name=f"engine-{s.batching}-witness", limits=limits, requests=requests)
+    return workload, engine_config(s.batching, value(s.token_budget), value(s.watermark))
+
+
+def engine_config(batching: Batching, token_budget: int, watermark: int) -> EngineConfig:
+    """The reference design the model describes, with these choices (:mod:`.scope`)."""
+    return EngineConfig(
+        token_budget=token_budget,
+        chunking="all",
+        batching=batching,
+        order="fcfs",
+        victim="last",
+        prefix_caching=False,
+        watermark_pages=watermark,
+        null_page=False,
+        name=f"model-{batching}",
+    )
