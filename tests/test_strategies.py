@@ -119,6 +119,28 @@ CORNERS: dict[str, Callable[[Workload], bool]] = {
 }
 
 
+def _shared_full_page(workload: Workload) -> bool:
+    """Two members of one group share at least one full page of their prompts."""
+    shared: dict[str, list[int]] = {}
+    for r in workload.requests:
+        if r.prefix_group:
+            shared.setdefault(r.prefix_group, []).append(r.prefix_tokens)
+    return any(
+        len(lengths) >= 2 and min(lengths) >= workload.limits.page_size
+        for lengths in shared.values()
+    )
+
+
+SEARCH_CORNERS: dict[str, Callable[[Workload], bool]] = {
+    "two members of a prefix group share a full page": _shared_full_page,
+    "a group member whose whole prompt is its prefix": lambda w: any(
+        r.prefix_group and r.prompt_tokens and r.prefix_tokens == r.prompt_tokens
+        for r in w.requests
+    ),
+}
+"""Corners only the search's swarm features reach."""
+
+
 def _sample(count: int, strategy: st.SearchStrategy[Workload] | None = None) -> list[Workload]:
     drawn: list[Workload] = []
 
@@ -135,7 +157,8 @@ def _sample(count: int, strategy: st.SearchStrategy[Workload] | None = None) -> 
 def test_every_corner_is_reached_often(search: bool) -> None:
     sample = _sample(SAMPLE, search_workloads("ci") if search else None)
     assert len(sample) == SAMPLE
-    reached = {name: sum(1 for w in sample if corner(w)) for name, corner in CORNERS.items()}
+    corners = CORNERS | SEARCH_CORNERS if search else CORNERS
+    reached = {name: sum(1 for w in sample if corner(w)) for name, corner in corners.items()}
     rare = {name: count for name, count in reached.items() if count < AT_LEAST}
     assert not rare, f"corners reached in fewer than {AT_LEAST} of {SAMPLE} examples: {rare}"
 

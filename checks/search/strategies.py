@@ -13,7 +13,11 @@ Corners reached (spec section in brackets):
 - zero-length prompts, prompts that exactly fill their pages, one-token outputs [2, 3.3];
 - page size 1 and batch limit 1 [1];
 - a pool exactly as large as the largest request's peak pages, too small for two requests at
-  their peaks, and pools that runs fill exactly [3.2, PAGE-5].
+  their peaks, and pools that runs fill exactly [3.2, PAGE-5];
+- shared prefixes (swarm feature ``shared_prefixes``): a few groups whose members share a prefix
+  of a whole number of pages, the whole prompt, or any length, so that a prefix cache shares
+  full pages, hits a partial last page and meets a group member whose prompt is all prefix
+  [1.1, PAGE-6].
 
 A pool too small for even one request is an invalid workload (section 1, rejected by
 ``parse_workload``), not a scheduling corner, so the tightest pool drawn is the largest request's
@@ -27,12 +31,14 @@ only once 5 requests are active, a hang only once more than 5 wait) need larger 
 and outputs up to 64, within a budget of about 300 iterations and 3,000 request-iterations per
 run, so that 100 examples stay a matter of seconds), drawn with swarm testing: each example
 first switches features on or off (:data:`FEATURES`: bursts, a tight pool, long prompts, many
-requests, long outputs), so that some examples pile every kind of pressure together. Every
+requests, long outputs, shared prefixes), so that some examples pile every kind of pressure
+together. Every
 feature shrinks to off, and the size to the small corners.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import accumulate
 
 from hypothesis import strategies as st
@@ -43,7 +49,14 @@ from kvsched.spec.workload import Limits, Request, Workload, peak_pages
 REQUEST_IDS = "abcdefghijklmnopqrstuvwxyz"
 """Request ids in declared order, as the lesson names its requests; then ``aa``, ``ab``, ..."""
 
-FEATURES = ("bursts", "tight_pool", "long_prompts", "many_requests", "long_outputs")
+FEATURES = (
+    "bursts",
+    "tight_pool",
+    "long_prompts",
+    "many_requests",
+    "long_outputs",
+    "shared_prefixes",
+)
 """What swarm testing switches on or off per example (:func:`workloads` with ``swarm``)."""
 
 SEARCH_SIZES: dict[Profile, dict[str, int]] = {
@@ -126,6 +139,39 @@ def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
 def output_tokens(max_output: int = 6) -> st.SearchStrategy[int]:
     """Output lengths: one token (done in its admission iteration), or up to ``max_output``."""
     return st.one_of(st.just(1), st.integers(1, max_output))
+
+
+PREFIX_GROUPS = ("sys", "doc", "chat")
+"""Names of the prefix groups a swarm example may draw: a few, so that groups have members."""
+
+
+@st.composite
+def shared_prefixes(
+    draw: st.DrawFn, requests: tuple[Request, ...], page_size: int
+) -> tuple[Request, ...]:
+    """``requests`` with some placed in prefix groups (section 1.1 of spec/semantics.md).
+
+    A member's prefix is whole pages of its prompt (what a prefix cache over full pages shares),
+    its whole prompt, or any length up to it; a group's members share the shortest of their
+    prefixes. Shrinks towards no request in a group.
+    """
+    groups = PREFIX_GROUPS[: draw(st.integers(1, len(PREFIX_GROUPS)))]
+    placed = []
+    for request in requests:
+        group = draw(st.one_of(st.just(""), st.sampled_from(groups)))
+        if not group:
+            placed.append(request)
+            continue
+        prompt = request.prompt_tokens
+        length = draw(
+            st.one_of(
+                st.integers(0, prompt // page_size).map(lambda pages: pages * page_size),
+                st.just(prompt),
+                st.integers(0, prompt),
+            )
+        )
+        placed.append(replace(request, prefix_group=group, prefix_tokens=length))
+    return tuple(placed)
 
 
 def arrival_gaps(max_gap: int = 10) -> st.SearchStrategy[int]:
@@ -220,6 +266,8 @@ def workloads(
         Request(request_id(position), arrivals[index], shapes[index][1], shapes[index][2])
         for position, index in enumerate(declared)
     )
+    if "shared_prefixes" in on:
+        requests = draw(shared_prefixes(requests, page_size))
     peaks = [peak_pages(r, page_size) for r in requests]
     largest, total = max(peaks), sum(peaks)
     # What the first k arrivals commit if admitted together (3.2); shapes are in arrival order.
