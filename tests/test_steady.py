@@ -147,7 +147,7 @@ def mutate(rows: list[Any], rng: random.Random) -> None:
     lines = [row for row in rows if row.get("type") == "iteration"]
     row = rng.choice(lines)
     ops = row["ops"]
-    choice = rng.randrange(9)
+    choice = rng.randrange(10)
     if choice == 0 and ops:
         del ops[rng.randrange(len(ops))]
     elif choice == 1:
@@ -177,6 +177,18 @@ def mutate(rows: list[Any], rng: random.Random) -> None:
             op = rng.choice(moved)
             ops.remove(op)
             later["ops"].append(op)
+    elif choice == 8:
+        # an alloc, or a finish with its frees, left out with the free count kept consistent
+        gone = [op for op in ops if op[0] in ("alloc", "finish")]
+        if gone:
+            op = rng.choice(gone)
+            with_it = [
+                x for x in ops if x is op or (op[0] == "finish" and x[:2] == ["free", op[1]])
+            ]
+            for x in with_it:
+                ops.remove(x)
+                if x[0] in ("alloc", "free"):
+                    row["free_pages"] += len(x[2]) * (1 if x[0] == "alloc" else -1)
     else:
         row["waiting"] = list(reversed(row.get("waiting", []))) or ["r0"]
 
