@@ -83,6 +83,8 @@ def _record(
         finished += len(event.finished)  # type: ignore[union-attr]
         v1.write(json.dumps(event_json(event)) + "\n")  # type: ignore[arg-type]
         ops = tuple(ops_of(event, prompts))  # type: ignore[arg-type]
-        line = ENCODER.encode(IterationLine(iteration, ops, event.free_pages)) + b"\n"  # type: ignore[union-attr]
+        # The queue is written as the engine reports it: BATCH-4 judges fcfs admissions by it.
+        waiting = tuple(event.waiting)  # type: ignore[union-attr]
+        line = ENCODER.encode(IterationLine(iteration, ops, event.free_pages, waiting)) + b"\n"  # type: ignore[union-attr]
         v2.write(line)
         v2z.write(line)

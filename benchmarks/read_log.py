@@ -1,7 +1,9 @@
-"""Time one way of reading a log, by hand: ``python benchmarks/read_log.py LOG read|check|monitor``.
+"""Time one way of reading a log, by hand: ``python benchmarks/read_log.py LOG MODE``.
 
-``read``: decode and lower every line, no monitor. ``check``: read and check, streaming, as
-``kvsched check`` does. ``monitor``: the monitor alone over events read into memory first. Prints
+``decode``: decode every line with msgspec, as the fast path gets it. ``read``: decode and lower
+every line, no monitor. ``check``: read and check, streaming, as
+``kvsched check`` does (the fast path where it applies). ``full``: the same without the fast path.
+``monitor``: the monitor alone over events read into memory first. Prints
 iterations per CPU second and the peak resident memory. Not an asv benchmark (see eventlog.py).
 """
 
@@ -10,16 +12,22 @@ from __future__ import annotations
 import resource
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.stream import LogReader
+from kvsched.checks.eventlog.version2 import DECODER
 from kvsched.checks.monitor.runtime import Monitor
 
 
 def main(path: str, mode: str) -> None:
     started = time.process_time()
-    if mode == "check":
-        iterations = check_stream(path).iterations
+    if mode in ("check", "full"):
+        iterations = check_stream(path, fast=mode == "check").iterations
+    elif mode == "decode":
+        iterations = sum(1 for _ in _decoded(Path(path)))
     elif mode == "read":
         iterations = sum(1 for _ in LogReader(path).events())
     else:
@@ -34,6 +42,12 @@ def main(path: str, mode: str) -> None:
     seconds = time.process_time() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{mode}: {iterations} iterations, {iterations / seconds:,.0f}/s, peak {peak:.0f} MiB")
+
+
+def _decoded(path: Path) -> Iterator[object]:
+    for number, line in numbered_lines(path):
+        if number > 1:
+            yield decode_line(DECODER, line, "")
 
 
 if __name__ == "__main__":

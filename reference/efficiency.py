@@ -17,7 +17,7 @@ iteration's token (section 2).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kvsched.spec.events import IterationEvent
@@ -53,16 +53,33 @@ def measure(
     properties: TargetProperties | None = None,
 ) -> Efficiency:
     """The figures of a run of ``workload`` whose events are ``events``."""
-    declared = properties or TargetProperties()
-    limits = workload.limits
-    usable = declared.usable_pages(limits)
-    requests = {r.id: r for r in workload.requests}
-    kv: Counter[str] = Counter()
-    most: Counter[str] = Counter()
-    generated: Counter[str] = Counter()
-    idle = unused = preemptions = recomputed = 0
+    meter = Meter(workload, properties)
     for event in events:
-        preemptions += len(event.preempted)
+        meter.observe(event)
+    return meter.figures()
+
+
+class Meter:
+    """The figures so far, one event at a time; its per-request counts are public so that a
+    reader that skips steady iterations can keep them as :meth:`observe` would."""
+
+    def __init__(self, workload: Workload, properties: TargetProperties | None = None) -> None:
+        self.declared = properties or TargetProperties()
+        self.limits = workload.limits
+        self.usable = self.declared.usable_pages(self.limits)
+        self.requests = {r.id: r for r in workload.requests}
+        self.kv: Counter[str] = Counter()
+        self.most: Counter[str] = Counter()
+        self.generated: Counter[str] = Counter()
+        self.idle = self.unused = self.preemptions = self.recomputed = 0
+
+    def figures(self) -> Efficiency:
+        return Efficiency(self.idle, self.unused, self.preemptions, self.recomputed)
+
+    def observe(self, event: IterationEvent) -> None:
+        limits, requests = self.limits, self.requests
+        kv, most, generated = self.kv, self.most, self.generated
+        self.preemptions += len(event.preempted)
         for rid in event.preempted:
             kv[rid] = 0
         generated.update(event.decoded)
@@ -74,18 +91,22 @@ def measure(
                 for rid, amount in amounts.items():
                     kv[rid] += amount
             for rid, amount in event.computed.items():
-                recomputed += max(0, min(amount, most[rid] - (kv[rid] - amount)))
+                self.recomputed += max(0, min(amount, most[rid] - (kv[rid] - amount)))
         for rid in event.active:
             most[rid] = max(most[rid], kv[rid])
             held = len(event.page_tables.get(rid, ()))
-            unused += max(0, held - pages_for(kv[rid], limits.page_size))
-        free_slots = limits.batch_limit - len(event.active)
-        if free_slots > 0 and event.waiting:
-            head = requests.get(event.waiting[0])
-            free_pages = usable - event.pages_in_use - declared.watermark_pages
-            needed = 0 if head is None else head.prompt_tokens + generated[head.id] + 1
-            if head is not None and pages_for(needed, limits.page_size) <= free_pages:
-                idle += min(free_slots, len(event.waiting))
+            self.unused += max(0, held - pages_for(kv[rid], limits.page_size))
+        self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
         for rid in event.finished:
             kv.pop(rid, None)
-    return Efficiency(idle, unused, preemptions, recomputed)
+
+    def count_idle(self, active: int, waiting: Sequence[str], in_use: Callable[[], int]) -> None:
+        """EFF-1 for one iteration: ``active`` requests ran while ``waiting`` waited, and the
+        batch's tables held ``in_use()`` distinct pages."""
+        free_slots = self.limits.batch_limit - active
+        if free_slots > 0 and waiting:
+            head = self.requests.get(waiting[0])
+            free_pages = self.usable - in_use() - self.declared.watermark_pages
+            needed = 0 if head is None else head.prompt_tokens + self.generated[head.id] + 1
+            if head is not None and pages_for(needed, self.limits.page_size) <= free_pages:
+                self.idle += min(free_slots, len(waiting))

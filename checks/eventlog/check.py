@@ -6,16 +6,16 @@ Nothing of the engine that wrote the log is imported, and nothing but the live s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvsched.checks.eventlog.header import LogHeader
+from kvsched.checks.eventlog.steady import SteadyDecode
+from kvsched.checks.eventlog.steady_ops import in_scope
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
-from kvsched.reference.efficiency import Efficiency, measure
-from kvsched.spec.events import IterationEvent
+from kvsched.reference.efficiency import Efficiency, Meter
 
 
 @dataclass(frozen=True)
@@ -29,28 +29,42 @@ class LogCheck:
     later: tuple[Finding, ...] = ()
     efficiency: Efficiency | None = None
     """The efficiency figures over the events read (up to the finding, when checking stopped)."""
+    fast_lines: int = 0
+    """Iteration lines the fast path (:mod:`.steady`) took in without making their events."""
 
 
-def check_stream(path: str | Path, all_findings: bool = False) -> LogCheck:
+def check_stream(path: str | Path, all_findings: bool = False, fast: bool = True) -> LogCheck:
     """Judge the log at ``path`` with the runtime monitor as it streams: the first finding, or
-    (``all_findings``) the first finding of every invariant, checking on after a violation."""
+    (``all_findings``) the first finding of every invariant, checking on after a violation.
+
+    ``fast`` takes steady decoding in without events where :mod:`.steady` applies; the
+    findings and figures are those of the full path (``fast=False``) either way."""
     reader = LogReader(path)
     header = reader.header
     properties = header.properties
     monitor = Monitor(header.workload, properties.policy, properties, all_findings)
-    stopped: list[bool] = []
-
-    def watched() -> Iterator[IterationEvent]:
-        # The efficiency figures read the same events as they stream past the monitor.
-        for event in reader.events():
-            yield event
-            if monitor.observe(event) is not None and not all_findings:
-                stopped.append(True)
-                return
-
-    efficiency = measure(header.workload, watched(), properties)
-    if stopped:
-        return LogCheck(header, reader.iterations, monitor.finding, efficiency=efficiency)
+    meter = Meter(header.workload, properties)
+    steady = (
+        SteadyDecode(monitor, meter, reader.lowering)
+        if fast and reader.lowering is not None and in_scope(header, monitor)
+        else None
+    )
+    for event in reader.events(steady.take if steady is not None else None):
+        if steady is not None:
+            found = steady.observe(event)
+        else:
+            meter.observe(event)
+            found = monitor.observe(event)
+        if found is not None and not all_findings:
+            figures = meter.figures()
+            return LogCheck(header, reader.iterations, monitor.finding, (), figures, _fast(steady))
+    if steady is not None:
+        steady.flush()
     monitor.finish(reader.drained, reader.fault)
     later = tuple(f for f in monitor.findings.values() if f is not monitor.finding)
-    return LogCheck(header, reader.iterations, monitor.finding, later, efficiency)
+    figures = meter.figures()
+    return LogCheck(header, reader.iterations, monitor.finding, later, figures, _fast(steady))
+
+
+def _fast(steady: SteadyDecode | None) -> int:
+    return 0 if steady is None else steady.clock

@@ -15,6 +15,7 @@ PAGE-3, PAGE-4, PAGE-5) while no finding can rest on a page's identity (PAGE-2).
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from typing import Literal
 
@@ -123,6 +124,13 @@ class Lowering:
         self.standins: deque[int] = deque(usable if self.counts else ())
         self.pool_pages = workload.limits.pool_pages
         self.beyond = self.pool_pages  # stand-ins past the pool: PAGE-5 names them
+
+    def at(self, tables: dict[str, tuple[int, ...]], batch: tuple[str, ...]) -> Lowering:
+        """A lowering of this log whose live tables and batch are ``tables`` and ``batch``: to
+        lower again a line that was taken in without its event (a log of page ids only)."""
+        other = copy.copy(self)
+        other.tables, other.batch = dict(tables), dict.fromkeys(batch)
+        return other
 
     def lower(self, line: IterationLine, where: str) -> IterationEvent:
         """The event of one line; :class:`EventLogError` if the line contradicts the format."""

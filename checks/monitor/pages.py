@@ -73,6 +73,14 @@ class PageLedger:
         before = self.tables.get(rid, ())
         return self._change(n, rid, before, before + pages, pages if shared else ())
 
+    def take_fresh(self, rid: str, pages: tuple[int, ...]) -> None:
+        """``pages`` join the end of ``rid``'s table, already shown to pass :meth:`grow`'s
+        checks: in the pool, not reserved, held by no one, and ``rid`` in the batch."""
+        holders = self.holders
+        for page in pages:
+            holders[page] = {rid}
+        self.tables[rid] = self.tables.get(rid, ()) + pages
+
     def _change(
         self, n: int, rid: str, before: tuple[int, ...], now: tuple[int, ...], shared: Iterable[int]
     ) -> Finding | None:

@@ -11,7 +11,7 @@ follows the iteration, not the workload.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import restart_hint
@@ -156,9 +156,15 @@ class RequestLedger:
         return None
 
     # 3.2 Admission ----------------------------------------------------------------------------
-    def admit(self, n: int, admitted: Sequence[str]) -> Finding | None:
-        """REQ-1, REQ-2 (admitted once) and BATCH-2 (static); the order is :mod:`.order`'s."""
-        batch_before = list(self.active)
+    def admit(
+        self, n: int, admitted: Sequence[str], joined: Collection[str] = ()
+    ) -> Finding | None:
+        """REQ-1, REQ-2 (admitted once) and BATCH-2 (static); the order is :mod:`.order`'s.
+
+        ``joined``: requests admitted earlier in the same iteration, one at a time (a version-2
+        schedule), which join the same static batch rather than a batch that had not drained."""
+        static = "BATCH-2" in self.applicable
+        batch_before = [r for r in self.active if r not in joined] if static else []
         for rid in admitted:
             request = self.requests.get(rid)
             if request is None:
@@ -185,7 +191,7 @@ class RequestLedger:
                     f"request {rid!r} was admitted again in iteration {n} but {what}",
                     rid,
                 )
-            if "BATCH-2" in self.applicable and batch_before:
+            if static and batch_before:
                 return _found(
                     "BATCH-2",
                     n,

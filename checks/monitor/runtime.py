@@ -107,18 +107,27 @@ class Monitor:
         """Check one iteration; ``None`` if it is clean. After a finding, returns that finding."""
         if self.finding is not None and not self.all_findings:
             return self.finding
-        if event.iteration != self.iteration + 1:
+        self.begin(event.iteration)
+        return self.judge(event)
+
+    def begin(self, iteration: int) -> None:
+        """An iteration's bookkeeping before any check: its number and its arrivals (3.1).
+        Apart from :meth:`judge` so that a reader may look at the queue before it lowers a line."""
+        if iteration != self.iteration + 1:
             raise ValueError(
                 f"events must come in order: expected iteration "
-                f"{self.iteration + 1}, got {event.iteration}"
+                f"{self.iteration + 1}, got {iteration}"
             )
-        self.iteration = event.iteration
-        self.recent.append(event)
+        self.iteration = iteration
         first = self.requests.next_arrival
-        self.requests.arrive(event.iteration)  # 3.1: bookkeeping; arriving breaks nothing
+        self.requests.arrive(iteration)  # 3.1: bookkeeping; arriving breaks nothing
         self.arrivals = [r.id for r in self.requests.arrivals[first : self.requests.next_arrival]]
         for rid in self.arrivals:
             self.order.waiting(rid)
+
+    def judge(self, event: IterationEvent) -> Finding | None:
+        """Every check of the iteration :meth:`begin` started, in the spec's order."""
+        self.recent.append(event)
         # The two loops are _first inlined: this runs once per iteration of every checked run.
         for check in self.until_decode:
             if (finding := check.run(self, event)) is not None:

@@ -32,6 +32,7 @@ def check_schedule(
     the end of the schedule if it is not (PAGE-4): its frees may follow its ``preempt``.
     """
     preempted: dict[str, None] = {}  # preempted in this schedule and not admitted again
+    joined: dict[str, None] = {}  # admitted in this schedule: one static batch, not two
     for op in ops:
         rid, kind = op.request, op.kind
         finding: Finding | None = None
@@ -47,7 +48,8 @@ def check_schedule(
             if rid in preempted:
                 del preempted[rid]
                 finding = pages.drop(n, rid, "was preempted and admitted again")
-            finding = finding or requests.admit(n, (rid,)) or check_limits(n)
+            finding = finding or requests.admit(n, (rid,), joined) or check_limits(n)
+            joined[rid] = None
         else:  # alloc, share
             finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
         if finding:

@@ -1,0 +1,147 @@
+"""The logs and lines the fast path (:mod:`.steady`) takes: its scope, and a line's operations.
+
+The fast path takes in a line only if its operations are of the kinds and in the places it
+reasons about: the schedule admits waiting requests and allocates fresh pages to the batch, the
+step decodes and computes whole prompts with their tokens, and the update finishes requests and
+frees their pages. Everything else (and a line whose phases are out of order, which the lowering
+rejects as malformed) goes to the full path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kvsched.checks.eventlog.header import LogHeader
+from kvsched.checks.eventlog.version2 import (
+    Admit,
+    Alloc,
+    Compute,
+    Decode,
+    Finish,
+    Free,
+    IterationLine,
+    Token,
+)
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.requests import WAITING
+from kvsched.checks.monitor.runtime import Monitor
+
+
+def in_scope(header: LogHeader, monitor: Monitor) -> bool:
+    """Whether the fast path applies to a log with this header, checked by this monitor."""
+    declared = header.properties
+    return (
+        header.version == 2
+        and header.pages == "ids"
+        and not declared.reserve_ahead
+        and not declared.prefix_sharing
+        and declared.token_budget is None
+        and monitor.order.order in ("fcfs", "none")
+    )
+
+
+class SortedOps:
+    """A line's operations by kind, for a line the fast path may take in."""
+
+    __slots__ = (
+        "admitted",
+        "computes",
+        "decode",
+        "finishes",
+        "frees",
+        "fresh",
+        "grown",
+        "schedule",
+    )
+
+    def __init__(
+        self,
+        schedule: list[Admit | Alloc],
+        admitted: dict[str, None],
+        grown: dict[str, int],
+        fresh: set[int],
+        decode: tuple[str, ...],
+        computes: dict[str, int],
+        finishes: dict[str, None],
+        frees: dict[str, tuple[int, ...]],
+    ) -> None:
+        self.schedule, self.admitted, self.grown, self.fresh = schedule, admitted, grown, fresh
+        self.decode, self.computes, self.finishes, self.frees = decode, computes, finishes, frees
+
+
+def sort_ops(
+    line: IterationLine,
+    state: Mapping[str, str],
+    active: Mapping[str, None],
+    pages: PageLedger,
+    static: bool,
+) -> SortedOps | None:
+    """The operations of ``line`` sorted, if each is of a kind and in a place the fast path
+    takes: fresh pages in the pool for a request of the batch, admissions of waiting requests
+    (under static batching only into an empty batch), at most one decode list."""
+    schedule: list[Admit | Alloc] = []
+    admitted: dict[str, None] = {}
+    grown: dict[str, int] = {}
+    fresh: set[int] = set()
+    decode: tuple[str, ...] | None = None
+    computes: dict[str, int] = {}
+    tokens: set[str] = set()
+    finishes: dict[str, None] = {}
+    frees: dict[str, tuple[int, ...]] = {}
+    phase = 0
+    holders, reserved, pool = pages.holders, pages.reserved, pages.pool_pages
+    for op in line.ops:
+        kind = type(op)
+        if kind is Alloc:
+            rid, given = op.request, op.pages  # type: ignore[union-attr]
+            if phase or isinstance(given, int) or not (rid in active or rid in admitted):
+                return None
+            for page in given:
+                if page in holders or page in fresh or not 0 <= page < pool:
+                    return None
+                if page in reserved:
+                    return None
+                fresh.add(page)
+            grown[rid] = grown.get(rid, 0) + len(given)
+            schedule.append(op)  # type: ignore[arg-type]
+        elif kind is Decode:
+            if phase > 1 or decode is not None:
+                return None
+            phase, decode = 1, op.requests  # type: ignore[union-attr]
+        elif kind is Admit:
+            rid = op.request  # type: ignore[union-attr]
+            if phase or state.get(rid) != WAITING or rid in admitted:
+                return None
+            if static and active:
+                return None
+            admitted[rid] = None
+            schedule.append(op)  # type: ignore[arg-type]
+        elif kind is Compute:
+            rid, amount = op.request, op.tokens  # type: ignore[union-attr]
+            if phase > 1 or rid in computes or amount < 1:
+                return None
+            if not (rid in active or rid in admitted):
+                return None
+            phase, computes[rid] = 1, amount
+        elif kind is Token:
+            rid = op.request  # type: ignore[union-attr]
+            if phase > 1 or rid in tokens or rid not in computes:
+                return None
+            phase = 1
+            tokens.add(rid)
+        elif kind is Finish:
+            rid = op.request  # type: ignore[union-attr]
+            if rid in finishes:
+                return None
+            phase, finishes[rid] = 2, None
+        elif kind is Free:
+            rid, given = op.request, op.pages  # type: ignore[union-attr]
+            if not phase or isinstance(given, int) or rid not in finishes:
+                return None
+            phase = 2
+            frees[rid] = frees.get(rid, ()) + given
+        else:
+            return None
+    if len(tokens) != len(computes):
+        return None
+    return SortedOps(schedule, admitted, grown, fresh, decode or (), computes, finishes, frees)

@@ -1,0 +1,49 @@
+"""The last lines the fast path (:mod:`.steady`) took in, kept to be lowered again on demand.
+
+A finding carries the events of its iteration and the two before it (``Finding.recent``). The
+fast path makes no event of a line it takes in, so it keeps the last few lines with what they
+changed (the batch before each, and the tables each touched as they were), and lowers them again
+only when the full path takes over: from the live tables, undoing the newest line first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from kvsched.checks.eventlog.version2 import IterationLine, Lowering
+from kvsched.checks.monitor.runtime import RECENT
+from kvsched.spec.events import IterationEvent
+
+Undo = dict[str, tuple[int, ...]]
+"""The tables a line changed, as they were before it."""
+
+
+class TakenLines:
+    """The last :data:`~kvsched.checks.monitor.runtime.RECENT` lines taken in."""
+
+    def __init__(self) -> None:
+        self.lines: deque[tuple[IterationLine, tuple[str, ...], Undo]] = deque(maxlen=RECENT)
+
+    def record(self, line: IterationLine, lowering: Lowering, touched: Iterable[str]) -> None:
+        """Before ``line`` moves ``lowering``'s batch and the tables of ``touched``."""
+        tables = lowering.tables
+        undo = {rid: tables.get(rid, ()) for rid in touched}
+        self.lines.append((line, tuple(lowering.batch), undo))
+
+    def replay(self, lowering: Lowering) -> list[IterationEvent]:
+        """The events of the lines kept, oldest first, as the full path would have made them;
+        ``lowering`` is as the newest line left it. Forgets the lines."""
+        tables = dict(lowering.tables)
+        states = []
+        for line, batch, undo in reversed(self.lines):
+            for rid, table in undo.items():
+                if table:
+                    tables[rid] = table
+                else:
+                    tables.pop(rid, None)
+            states.append((line, batch, dict(tables)))
+        self.lines.clear()
+        return [
+            lowering.at(before, batch).lower(line, "") for line, batch, before in reversed(states)
+        ]
