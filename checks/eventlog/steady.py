@@ -1,16 +1,17 @@
 """Steady decoding taken in without an event: the event-log checker's fast path.
 
 Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose target declares no
-reserve-ahead allocation, no prefix sharing, no token budget and an admission order of fcfs or
-none, up to its first finding. Within that scope :class:`SteadyDecode` takes in a line whose
-schedule only admits and allocates fresh pages, whose step decodes every request of the batch
-except those it computes a whole prompt for (``compute`` then ``token``), and whose update only
-finishes requests and frees their whole tables, provided it can show that the line breaks no
-invariant; each rule costs O(1) per request the line names. It declines every other line: it
-brings every count up to date first, and the full path (the reader's lowering, the monitor and
-the efficiency meter, which check every line of every log) judges the line. It never reports a
-finding itself, so the findings are the full path's by construction; tests/test_steady.py runs
-both paths over clean and broken logs and compares findings and figures.
+reserve-ahead allocation, no prefix sharing, no token budget, no fold restart and an admission
+order of fcfs or none, up to its first finding. Within that scope :class:`SteadyDecode` takes in
+a line whose schedule only admits and allocates fresh pages, whose step decodes every request of
+the batch except those it computes a whole prompt for (``compute`` then ``token``), and whose
+update only finishes requests and frees their whole tables, provided it can show that the line
+breaks no invariant; each rule costs O(1) per request the line names. It declines every other
+line: it brings every count up to date first, and the full path (the reader's lowering, the
+monitor and the efficiency meter, which check every line of every log) judges the line. It never
+reports a finding itself, so the findings are the full path's by construction;
+tests/test_steady.py runs both paths over clean and broken logs and compares findings and
+figures.
 
 Laziness: a request that decodes in every line taken in gains one KV token and one output token
 per line. Instead of counting them into the ledgers line by line, the fast path notes the number
@@ -248,7 +249,7 @@ class SteadyDecode:
                 meter.kv.pop(rid, None)
                 lazy.pop(rid, None)
                 self.due.pop(rid, None)
-        self.monitor.order.reported = line.waiting
+        self.monitor.order.keep(line.waiting)
         self.last_decode = None if finishes else decoding
 
     def _bring(self, rid: str, clock: int) -> None:

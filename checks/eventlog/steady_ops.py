@@ -36,6 +36,8 @@ def in_scope(header: LogHeader, monitor: Monitor) -> bool:
         and not declared.reserve_ahead
         and not declared.prefix_sharing
         and declared.token_budget is None
+        # A fold restart changes a request's output length, which the fast path reads as fixed.
+        and declared.restart == "recompute"
         and monitor.order.order in ("fcfs", "none")
     )
 

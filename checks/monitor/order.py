@@ -114,7 +114,13 @@ class OrderRules:
 
     def after(self, event: IterationEvent) -> None:
         """Keep the queue the target reported, for the next iteration's admissions."""
-        self.reported = event.waiting
+        self.keep(event.waiting)
+
+    def keep(self, waiting: Sequence[str]) -> None:
+        # A log may leave its queue out (the field is optional, and an empty one is not
+        # written): then the queue is the one the spec predicts (arrival order, preempted
+        # requests at the head), not an empty one that every waiting request seems to overtake.
+        self.reported = waiting if waiting else tuple(self.ledger.queue)
 
     def check_chunking(
         self, n: int, event: IterationEvent, computed: Mapping[str, int]
