@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from kvsched.reference import POLICIES, RunMetrics, compute_metrics, run
 from kvsched.reference.efficiency import Efficiency, measure
 from kvsched.reference.fastpath import REFERENCE_POLICIES, replay
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import (
     ModelOutput,
     ScheduledBatch,
@@ -138,12 +139,16 @@ def run_case(
             for i, r in enumerate(workload.requests)
         )
         return CaseRun(workload, policy, FAST, fast.metrics, spans, None)
+    # What the scheduler declares (a fold restart, chunked prefill) sets what its run may take.
+    declared = getattr(factory, "properties", None)
+    if not isinstance(declared, TargetProperties):
+        declared = None
     if progress is not None and progress.enabled:
         progress.start(label, len(workload.requests))
-        stepped = run(workload, _counting(factory, progress), policy=policy)
+        stepped = run(workload, _counting(factory, progress), policy=policy, properties=declared)
         progress.finish()
     else:
-        stepped = run(workload, factory, policy=policy)
+        stepped = run(workload, factory, policy=policy, properties=declared)
     problem = ""
     if stepped.fault is not None:
         fault = stepped.fault

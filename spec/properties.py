@@ -27,7 +27,7 @@ false alarms (spec/eventlog.md, section 4, says what each declaration changes):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +185,26 @@ class TargetProperties:
     def usable_pages(self, limits: Limits) -> int:
         """Pages the pool can hand out: all of them but the reserved ids."""
         return limits.pool_pages - len(self.reserved_pages)
+
+    def unservable(self, requests: Sequence[Request], limits: Limits) -> str:
+        """Why no correct target with these declarations can serve ``requests``, or "".
+
+        A request needs its peak pages at once; reserved ids shrink the pool below what the
+        workload's own rule (section 1) checked, so a run of such a request never drains, and
+        LIVE-1 would blame a correct target for the workload.
+        """
+        usable = self.usable_pages(limits)
+        for request in requests:
+            need = pages_for(request.prompt_tokens + request.output_tokens, limits.page_size)
+            if need > usable:
+                reserved = len(self.reserved_pages)
+                return (
+                    f"request {request.id!r} needs {need} pages at its peak, but the target "
+                    f"reserves {reserved} of the pool's {limits.pool_pages} page ids "
+                    f"(reserved_pages), leaving {usable}: no correct scheduler with that "
+                    f"declaration can serve it; make limits.pool_pages at least {need + reserved}"
+                )
+        return ""
 
     def reservation(self, request: Request, page_size: int) -> int:
         """The most pages ``request`` may hold at once; what peak admission commits for it (3.2).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -200,3 +201,21 @@ def test_a_thrashing_target_ends_at_the_bound_with_a_verdict() -> None:
     assert len(result.events) < 100
     finding = monitor_run(result, THRASHING.properties())
     assert finding is not None and (finding.invariant, finding.iteration) == ("LIVE-3", 4)
+
+
+def test_a_workload_the_reserved_page_makes_unservable_is_invalid_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # vLLM keeps page 0 as its null page: a request needing all 4 pages of a 4-page pool can never
+    # run. That is the workload's fault, not the scheduler's: exit 2 naming the file, not LIVE-1.
+    import json
+
+    from kvsched.spec.workload import workload_to_json
+
+    workload = Workload("full", Limits(1, 4, 4), (Request("r0", 0, 12, 4),))
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(workload_to_json(workload)))
+    target = "kvsched.reference.engine_scheduler:VLLMV1Scheduler"
+    assert main(["check", target, "--workload", str(path), "--no-hypothesis"]) == 2
+    error = capsys.readouterr().err
+    assert str(path) in error and "reserved_pages" in error and "at least 5" in error

@@ -29,7 +29,13 @@ from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
 from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
-from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget, Target
+from kvsched.checks.targets.load import (
+    EventLogTarget,
+    LearnerTarget,
+    SchedulerTarget,
+    Target,
+    TargetError,
+)
 from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.report import (
     Evidence,
@@ -148,7 +154,10 @@ def check_scheduler(
     trial = _Trial(deadline.factory(factory), policy, properties, options, deadline)
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:
-        fixed.append((options.workload, "the given workload"))
+        given = options.workload
+        if properties is not None and (why := properties.unservable(given.requests, given.limits)):
+            raise TargetError(f"{options.workload_file or given.name}: {why}")
+        fixed.append((given, "the given workload"))
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
     if options.families and kind == "scheduler":

@@ -19,6 +19,7 @@ from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import SchedulerTarget, TargetError
 from kvsched.checks.targets.process import HostFailure
 from kvsched.checks.targets.remote import RemoteTarget
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import (
     ModelOutput,
     ScheduledBatch,
@@ -52,14 +53,22 @@ def host_scheduler(spec: str, confinement: Confinement) -> tuple[SchedulerTarget
     except BaseException:
         remote.close()
         raise
-    return replace(target, factory=_guarded(target.factory, remote)), remote
+    factory = _GuardedFactory(target.factory, remote, target.properties)
+    return replace(target, factory=factory), remote
 
 
-def _guarded(factory: SchedulerFactory, remote: RemoteTarget) -> SchedulerFactory:
-    def build(limits: Limits) -> Scheduler:
-        return _Guarded(_call(remote, "the constructor", factory, limits), remote)
+class _GuardedFactory:
+    """Builds each scheduler in the host; carries the target's declarations, which the engine
+    loop reads to know what the target's preemptions and restarts earn (the run's bound)."""
 
-    return build
+    def __init__(
+        self, factory: SchedulerFactory, remote: RemoteTarget, properties: TargetProperties | None
+    ) -> None:
+        self.factory, self.remote, self.properties = factory, remote, properties
+
+    def __call__(self, limits: Limits) -> Scheduler:
+        built = _call(self.remote, "the constructor", self.factory, limits)
+        return _Guarded(built, self.remote)
 
 
 def _call(remote: RemoteTarget, label: str, function: Callable[..., T], *args: Any) -> T:
