@@ -12,6 +12,7 @@ from kvsched import cli
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.targets.load import load_target
 from kvsched.checks.verdict.render import render_table
+from kvsched.spec.workload import Limits, Request, Workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "learner"
 FAST = CheckOptions(hypothesis=False, proof_requests=0)
@@ -52,13 +53,16 @@ def test_a_learner_crash_names_schedule_iteration_and_the_cause(tmp_path: Path) 
     assert check in source
     path = tmp_path / "overadmits.py"
     path.write_text(source.replace(check, "if False:  # admits without counting pages"))
-    report = check_target(load_target(str(path)), CheckOptions(policy="continuous"))
+    # Two prompts of 2 pages into a pool of 3: admitting both empties the free list mid-call.
+    crowded = Workload("crowded", Limits(2, 1, 3), (Request("a", 0, 2, 1), Request("b", 0, 2, 1)))
+    options = CheckOptions(workload=crowded, policy="continuous", hypothesis=False)
+    report = check_target(load_target(str(path)), options)
     (verdict,) = report.verdicts
     assert verdict.finding is not None and verdict.finding.invariant == "PROTO-1"
     message = verdict.finding.message
     assert message.startswith("schedule_iteration() failed: IndexError")
     assert "schedule()" not in message
-    assert "likely cause: the running requests (a, b) need 2 pages" in message
+    assert "likely cause: the running requests (a, b) need 4 pages" in message
     assert f"{path}, line " in message and "free_pages.pop(0)" in message
 
 

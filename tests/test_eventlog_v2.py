@@ -272,33 +272,3 @@ def test_the_schema_accepts_version_2_lines(tmp_path: Path) -> None:
     bad += [{**header(), "version": 1, "pages": "ids"}, iteration(1, [["decode", "a"]], 4)]
     for line in bad:
         assert not validator().is_valid(line), line
-
-
-@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "full path"])
-def test_a_log_that_leaves_out_its_queue_is_judged_on_the_predicted_one(
-    fast: bool, tmp_path: Path
-) -> None:
-    # 'waiting' is optional: without it, requests that wait across iterations must not read as
-    # overtaken by whoever is admitted next (BATCH-4 under fcfs).
-    from kvsched.reference import POLICIES
-    from kvsched.reference.engine import run
-
-    # One slot: b waits behind a, and c arrives in time to queue behind b in every iteration
-    # until b is admitted.
-    requests = (
-        Request("a", 0, 2, 3),
-        Request("b", 0, 2, 2),
-        *(Request(f"c{t}", t, 2, 2) for t in range(1, 5)),
-    )
-    result = run(Workload("queue", Limits(1, 2, 8), requests), POLICIES["continuous"])
-    properties = TargetProperties("continuous")
-    queued = 0
-    log = tmp_path / "no-queue.jsonl"
-    with log.open("w") as out:
-        for line in v2_lines(result, properties):
-            document = json.loads(line)
-            queued += bool(document.pop("waiting", None))
-            out.write(json.dumps(document) + "\n")
-    assert queued >= 3  # the run did keep a queue, and the log no longer says so
-    checked = check_stream(log, fast=fast)
-    assert checked.finding is None, str(checked.finding)

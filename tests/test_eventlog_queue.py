@@ -1,0 +1,42 @@
+"""A version-2 log's optional queue (spec/eventlog.md, section 8.2): left out, it is predicted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.writer import v2_lines
+from kvsched.reference import POLICIES
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, Request, Workload
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "full path"])
+def test_a_log_that_leaves_out_its_queue_is_judged_on_the_predicted_one(
+    fast: bool, tmp_path: Path
+) -> None:
+    # 'waiting' is optional: without it, requests that wait across iterations must not read as
+    # overtaken by whoever is admitted next (BATCH-4 under fcfs).
+    # One slot: b waits behind a, and c arrives in time to queue behind b in every iteration
+    # until b is admitted.
+    requests = (
+        Request("a", 0, 2, 3),
+        Request("b", 0, 2, 2),
+        *(Request(f"c{t}", t, 2, 2) for t in range(1, 5)),
+    )
+    result = run(Workload("queue", Limits(1, 2, 8), requests), POLICIES["continuous"])
+    properties = TargetProperties("continuous")
+    queued = 0
+    log = tmp_path / "no-queue.jsonl"
+    with log.open("w") as out:
+        for line in v2_lines(result, properties):
+            document = json.loads(line)
+            queued += bool(document.pop("waiting", None))
+            out.write(json.dumps(document) + "\n")
+    assert queued >= 3  # the run did keep a queue, and the log no longer says so
+    checked = check_stream(log, fast=fast)
+    assert checked.finding is None, str(checked.finding)
