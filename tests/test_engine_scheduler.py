@@ -219,3 +219,19 @@ def test_a_workload_the_reserved_page_makes_unservable_is_invalid_input(
     assert main(["check", target, "--workload", str(path), "--no-hypothesis"]) == 2
     error = capsys.readouterr().err
     assert str(path) in error and "reserved_pages" in error and "at least 5" in error
+
+
+def test_a_priority_victim_scheduled_earlier_releases_only_what_it_held() -> None:
+    # Found by the crowd search: r7 (priority 1) is given a page in a schedule() that later
+    # preempts it for r6; its preemption must not list that page, which never showed in a table.
+    config = EngineConfig(
+        token_budget=7, chunking="all", order="shortest-first", victim="priority",
+        prefix_caching=False, null_page=False, name="priority-victim",
+    )  # fmt: skip
+    shapes = [("r0", 0, 3, 3, 0), ("r1", 1, 4, 2, 0), ("r2", 4, 0, 3, 0), ("r3", 0, 5, 2, 1)]
+    shapes += [("r5", 2, 4, 1, 1), ("r6", 3, 5, 1, 0), ("r7", 2, 5, 4, 1)]
+    requests = tuple(Request(rid, a, p, o, priority=pr) for rid, a, p, o, pr in shapes)
+    workload = Workload("priority-victim", Limits(3, 1, 10), requests)
+    result = run(workload, EngineScheduler.configured(config), properties=config.properties())
+    assert any(e.preempted for e in result.events)  # the case happens
+    _check(workload, config)

@@ -62,6 +62,8 @@ class Step:
     admitted: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
     preempt_freed: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    fresh: dict[str, int] = field(default_factory=dict)
+    """Pages each running request took in this ``schedule()``, at the end of its table."""
 
 
 class EngineScheduler:
@@ -152,7 +154,9 @@ class EngineScheduler:
                 self._preempt(step, victim)
                 if victim is seq:
                     return
-            seq.table += self.blocks.allocate(max(needed, 0))
+            taken = self.blocks.allocate(max(needed, 0))
+            seq.table += taken
+            step.fresh[seq.id] = step.fresh.get(seq.id, 0) + len(taken)
             step.computed[seq.id] = count
             step.budget -= count
 
@@ -167,7 +171,11 @@ class EngineScheduler:
         self.running.remove(seq)
         step.budget += step.computed.pop(seq.id, 0)
         self.blocks.release(seq.table)
-        step.preempt_freed[seq.id] = tuple(seq.table)
+        # A victim scheduled earlier in this schedule() (the priority victim can be) took pages
+        # that never showed in a table: preemption comes before allocation in the iteration's
+        # order (10.4), so it releases what it held when the iteration began.
+        held = len(seq.table) - step.fresh.pop(seq.id, 0)
+        step.preempt_freed[seq.id] = tuple(seq.table[:held])
         step.preempted.append(seq.id)
         seq.table, seq.computed, seq.registered = [], 0, 0
         self.waiting.insert(0, seq)
