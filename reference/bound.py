@@ -7,21 +7,18 @@ under a token budget earns ``ceil(prompt / budget)`` iterations per request, and
 a fold restart turns into an output token (4.3), which the bound learns from the events as they
 come. The engine loop stops a run at this bound; the monitor judges LIVE-1 by it.
 
-Only a preemption after progress earns its recompute: one with no output token and no KV beyond
-any request's earlier most since the same request's last preemption is thrash (LIVE-3). Were it
-paid for, a target that preempts and re-admits a request forever would push the bound ahead of
-every iteration, and the run, with kvsched waiting on it, would never end. Progress is finite
-(every output token once, every request's KV up to its length), so the bound is too.
+Only a preemption after progress earns its recompute (:mod:`.progress`, the rule LIVE-3 judges
+by): progress is finite (every output token once, every request's KV up to its length), so the
+bound is too, and a target that preempts and re-admits forever cannot keep the run going.
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload
 
+from .progress import Progress
 from .restarts import Restarts
 
 
@@ -37,9 +34,7 @@ class RunBound:
         self._restarts = Restarts(self.properties)
         for request in requests:
             self._restarts.arrive(request.id, request.prompt_tokens)
-        self._progress = 0
-        self._most: Counter[str] = Counter()
-        self._stamp: dict[str, int] = {}  # progress at each request's latest preemption
+        self._progress = Progress()
 
     def chunks(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's."""
@@ -53,18 +48,11 @@ class RunBound:
         restarts = self._restarts
         for rid in event.preempted:
             lost, moved = restarts.preempt(rid)
-            before = self._stamp.get(rid)
-            self._stamp[rid] = self._progress
-            if before != self._progress:
+            if not self._progress.preempt(rid):
                 self.value += self.chunks(lost) + moved
         for rid in event.admitted:
             restarts.admit(rid)
         restarts.step(event.computed, event.cached, event.decoded)
-        self._progress += len(event.decoded)
-        for rid in event.computed:
-            kv = restarts.kv[rid]
-            if kv > self._most[rid]:
-                self._progress += kv - self._most[rid]
-                self._most[rid] = kv
+        self._progress.count(len(event.decoded), event.computed, restarts.kv)
         for rid in event.finished:
             restarts.finish(rid)

@@ -49,7 +49,7 @@ class SteadyDecode:
         self.peak = monitor.properties.admission == "peak"
         # The counts a steady step moves, held here: they are read once per named request.
         self.kv, self.generated = self.requests.kv, self.requests.generated
-        self.most = monitor.liveness.most
+        self.most = monitor.liveness.progress.most
         self.meter_kv, self.meter_generated = meter.kv, meter.generated
         self.meter_most = meter.most
         self.tables = self.pages.tables
@@ -157,7 +157,7 @@ class SteadyDecode:
         lag = requests.requests[rid].prompt_tokens + generated - kv
         return (
             0 <= lag <= 1
-            and self.monitor.liveness.most[rid] == kv
+            and self.monitor.liveness.progress.most[rid] == kv
             and meter.kv[rid] == kv
             and meter.most[rid] == kv
             and meter.generated[rid] == generated
@@ -215,14 +215,14 @@ class SteadyDecode:
         lazy = self.lazy
         for rid in joiners:
             lazy[rid] = clock - 1
-        liveness = self.monitor.liveness
-        liveness.progress += 2 * len(decoding) + len(computes)
-        kv, generated, most = requests.kv, requests.generated, liveness.most
+        progress = self.monitor.liveness.progress
+        progress.value += 2 * len(decoding) + len(computes)
+        kv, generated, most = requests.kv, requests.generated, progress.most
         for rid, amount in computes.items():
             kv[rid] += amount
             generated[rid] += 1
             if kv[rid] > most[rid]:
-                liveness.progress += kv[rid] - most[rid]
+                progress.value += kv[rid] - most[rid]
                 most[rid] = kv[rid]
             before = meter.kv[rid]
             meter.recomputed += max(0, min(amount, meter.most[rid] - before))

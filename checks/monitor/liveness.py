@@ -15,12 +15,12 @@ cycling through states it has been in: thrash.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.reference.progress import Progress
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import pages_for
 
@@ -32,16 +32,12 @@ class LivenessRules:
         self.requests, self.pages = requests, pages
         self.stranded = "LIVE-2" in checks
         self.thrash = "LIVE-3" in checks
-        self.progress = 0  # tokens produced plus KV computed beyond any earlier high-water mark
-        self.most: Counter[str] = Counter()
-        self.stamp: dict[str, int] = {}  # progress at each request's latest preemption
+        self.progress = Progress()
 
     def check_preempted(self, n: int, event: IterationEvent) -> Finding | None:
         """LIVE-3, for this iteration's preemptions (before the ledger forgets the KV)."""
         for rid in event.preempted:
-            before = self.stamp.get(rid)
-            self.stamp[rid] = self.progress
-            if self.thrash and before is not None and before == self.progress:
+            if self.progress.preempt(rid) and self.thrash:
                 message = (
                     f"request {rid!r} was preempted again in iteration {n} although no request "
                     "produced a token or computed new KV since its last preemption: the engine "
@@ -52,12 +48,7 @@ class LivenessRules:
 
     def count_progress(self, event: IterationEvent, computed: Mapping[str, int]) -> None:
         """After the token checks updated the ledger's KV and outputs."""
-        self.progress += len(event.decoded)
-        kv = self.requests.kv
-        for rid in computed:
-            if kv[rid] > self.most[rid]:
-                self.progress += kv[rid] - self.most[rid]
-                self.most[rid] = kv[rid]
+        self.progress.count(len(event.decoded), computed, self.requests.kv)
 
     def check_stranded(
         self, n: int, event: IterationEvent, head: str | None, computed: Mapping[str, int]

@@ -8,11 +8,12 @@ against that order instead of FCFS, and work conservation (BATCH-3) against its 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvsched.reference import ContinuousScheduler
-from kvsched.reference.scheduler import Sequence
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ScheduledBatch
-from kvsched.spec.workload import Request, peak_pages
+from kvsched.spec.workload import Request
 
 
 class ShortestFirst(ContinuousScheduler):
@@ -25,17 +26,6 @@ class ShortestFirst(ContinuousScheduler):
         self.waiting.extend(ordered)
 
     def schedule(self) -> ScheduledBatch:
-        admitted: list[str] = []
-        while self.waiting and self.can_admit(self.waiting[0]):
-            request = self.waiting.popleft()
-            self.running.append(Sequence(request))
-            self.committed_pages += peak_pages(request, self.limits.page_size)
-            admitted.append(request.id)
-        for seq in self.running:
-            self._grow(seq)
-        return ScheduledBatch(
-            admitted=tuple(admitted),
-            decode=tuple(seq.request.id for seq in self.running),
-            page_tables={seq.request.id: seq.pages for seq in self.running},
-            waiting=tuple(r.id for r in self.waiting),
-        )
+        # The reference's admission loop serves the queue's head; only the order differs.
+        batch = super().schedule()
+        return replace(batch, waiting=tuple(r.id for r in self.waiting))
