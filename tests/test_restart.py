@@ -21,7 +21,7 @@ from kvsched.checks.eventlog.jsonl import check_log, write_log
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import monitor_run
-from kvsched.reference import run
+from kvsched.reference import compute_metrics, run
 from kvsched.reference.engine import Run
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineScheduler
 from kvsched.reference.families import generate
@@ -212,3 +212,15 @@ def test_shortest_first_reads_a_folded_prompt(tmp_path: Path) -> None:
     assert check("fold") is None
     finding = check("recompute")
     assert finding is not None and (finding.invariant, finding.iteration) == ("BATCH-4", 3)
+
+
+def test_a_report_runs_a_folding_engine_under_its_own_declarations() -> None:
+    # Without its declarations the model runner would stop a folded request at its old output
+    # length, and the report would time a shorter run than the engine's.
+    from kvsched.reports.collect import run_case
+
+    workload = _workload(0)
+    declared = run(workload, VidurSarathi, properties=VidurSarathi.properties)
+    case = run_case(workload, "sarathi", VidurSarathi)
+    assert case.problem == ""
+    assert case.metrics.iterations == compute_metrics(workload, declared.events).iterations
