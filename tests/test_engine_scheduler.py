@@ -33,8 +33,8 @@ def _check(workload: Workload, config: EngineConfig) -> None:
     assert result.fault is None, result.fault
     finding = monitor_run(result, config.properties())
     if finding is not None and _may_thrash(config):
-        # The engine model's witness (spec/proofs.md, section 8): prefill-first can livelock, and
-        # LIVE-3 is the monitor saying so, not a false alarm. Nothing else may be found.
+        # Such a design may livelock, and LIVE-3 is then the monitor's true verdict, not a false
+        # alarm. Nothing else may be found.
         assert finding.invariant == "LIVE-3", str(finding)
         return
     assert finding is None, str(finding)
@@ -42,12 +42,9 @@ def _check(workload: Workload, config: EngineConfig) -> None:
 
 
 def _may_thrash(config: EngineConfig) -> bool:
-    """Prefill-first: a cut chunk can preempt itself and come back in the same schedule().
-
-    Often without the prefix cache; rarely with it, where a re-admitted chunk finds its own
-    pages cached, but a random search of small crowds still finds such runs.
-    """
-    return config.batching == "prefill-first"
+    """A design that admits in a schedule() that preempted can take a victim straight back, and
+    thrash: the engine model's witness (spec/proofs.md, section 8.3). No other design may."""
+    return config.admit_after_preemption
 
 
 @pytest.mark.parametrize("policy", ["static", "continuous"])
@@ -127,6 +124,7 @@ def designs(draw: st.DrawFn, largest: int) -> EngineConfig:
         watermark_pages=draw(st.integers(0, 2)),
         null_page=draw(st.booleans()),
         static=draw(st.booleans()),
+        admit_after_preemption=draw(st.booleans()),
         name="engine",
     )
 
@@ -188,12 +186,21 @@ def test_kvsched_check_gives_a_class_that_declares_preemption_a_clean_verdict(
 
 THRASH = Workload("thrash", Limits(2, 1, 7), (Request("r0", 0, 3, 2), Request("r1", 0, 6, 1)))
 """The engine model's witness (spec/proofs.md): prefill-first with no prefix cache cuts r1's
-chunk, which preempts itself and is admitted again in every iteration."""
+chunk, which preempts itself and, if admission follows a preemption, comes back every iteration."""
 
 THRASHING = EngineConfig(
     token_budget=4, chunking="all", batching="prefill-first", prefix_caching=False,
-    watermark_pages=0, null_page=False, name="thrashing",
+    watermark_pages=0, null_page=False, admit_after_preemption=True, name="thrashing",
 )  # fmt: skip
+
+
+def test_admitting_nobody_after_a_preemption_ends_the_thrash() -> None:
+    # The reference's prefill-first designs used to re-admit the chunk that had just preempted
+    # itself: this run never drained. Admitting nobody in that schedule() lets r0 decode.
+    config = replace(THRASHING, admit_after_preemption=False)
+    _check(THRASH, config)
+    result = run(THRASH, EngineScheduler.configured(config), properties=config.properties())
+    assert any(e.preempted for e in result.events)
 
 
 def test_a_thrashing_target_ends_at_the_bound_with_a_verdict() -> None:

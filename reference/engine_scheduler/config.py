@@ -29,6 +29,9 @@ class EngineConfig:
     admission: PageAdmission = "lazy"
     static: bool = False
     """Admit only when nothing runs (static batching, 5.1)."""
+    admit_after_preemption: bool = False
+    """Admit in a ``schedule()`` that preempted, as vidur's Sarathi scheduler does; vLLM does
+    not. With it a request can be preempted and re-admitted forever (LIVE-3, spec/proofs.md 8.3)."""
     name: str = "engine"
 
     def __post_init__(self) -> None:

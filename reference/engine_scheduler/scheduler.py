@@ -99,11 +99,10 @@ class EngineScheduler:
         step = Step(cfg.token_budget if cfg.token_budget is not None else UNBOUNDED)
         if cfg.batching == "mixed":
             self._run(step, self.running)
-            if not step.preempted:  # vLLM admits nothing in a step that preempted
-                self._admit(step)
+            self._admit_unless_preempted(step)
         else:  # prefill-first: continuing chunks and admissions, else a decode batch
             self._run(step, [s for s in self.running if s.tokens - s.computed > 1])
-            self._admit(step)
+            self._admit_unless_preempted(step)
             if not step.computed:
                 self._run(step, self.running)
         decode = []
@@ -189,6 +188,13 @@ class EngineScheduler:
         if order == "shortest-first":
             return sorted(self.waiting, key=lambda s: (s.request.prompt_tokens, s.index))
         return self.waiting
+
+    def _admit_unless_preempted(self, step: Step) -> None:
+        """vLLM admits nobody in a schedule() that preempted (10.4). Otherwise a chunk that
+        preempted itself comes straight back, takes its pages from the decodes it starved, and
+        prefill-first can livelock (the engine model's thrash, spec/proofs.md 8.3)."""
+        if not step.preempted or self.config.admit_after_preemption:
+            self._admit(step)
 
     def _admit(self, step: Step) -> None:
         """Admit from the queue's head while a slot, the budget and pages allow (10.3)."""
