@@ -3,9 +3,12 @@
 
 The lesson's bound is the last arrival plus every output token. A target that chunks prefills
 under a token budget earns ``ceil(prompt / budget)`` iterations per request, and
-``ceil(lost / budget)`` for the KV tokens each preemption drops, and one iteration per prompt token
-a fold restart turns into an output token (4.3), which the bound learns from the events as they
-come. The engine loop stops a run at this bound; the monitor judges LIVE-1 by it.
+``ceil(lost / budget)`` for the KV tokens each preemption drops, one iteration per prompt token
+a fold restart turns into an output token (4.3), and one for an iteration that preempted and
+computed nothing, which the bound learns from the events as they come. The engine loop stops a
+run at this bound. The monitor judges LIVE-1 by its own count (checks/monitor/requests.py), which
+every preemption earns, so it is never below this one: it must also read logs whose fast-path
+lines make no events for a bound to learn from.
 
 Only a preemption after progress earns its recompute (:mod:`.progress`, the rule LIVE-3 judges
 by): progress is finite (every output token once, every request's KV up to its length), so the
@@ -46,13 +49,19 @@ class RunBound:
         if event.computed is None:
             return
         restarts = self._restarts
-        for rid in event.preempted:
-            lost, moved = restarts.preempt(rid)
-            if not self._progress.preempt(rid):
-                self.value += self.chunks(lost) + moved
+        recompute = {rid: restarts.preempt(rid) for rid in event.preempted}
         for rid in event.admitted:
             restarts.admit(rid)
         restarts.step(event.computed, event.cached, event.decoded)
         self._progress.count(len(event.decoded), event.computed, restarts.kv)
+        earned = False
+        for rid, (lost, moved) in recompute.items():
+            if not self._progress.preempted_again(rid):
+                self.value += self.chunks(lost) + moved
+                earned = True
+        if earned and not any(event.computed.values()):
+            # A request that preempts itself ends the schedule() (vLLM's break), so the iteration
+            # can compute nothing at all: every other allowance assumes it computes something.
+            self.value += 1
         for rid in event.finished:
             restarts.finish(rid)

@@ -80,8 +80,6 @@ def run(
     events: list[IterationEvent] = []
     iteration = 0
     while len(finished_ever) < len(workload.requests) and iteration < bound:
-        if allowance is not None:
-            bound = max(bound, allowance.value)
         iteration += 1
         # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
         # scheduler cannot admit what it has not been handed (REQ-1).
@@ -93,8 +91,9 @@ def run(
             return Run(workload, policy, tuple(events), fault=outcome, drained=False)
         events.append(outcome)
         finished_ever.update(outcome.finished)
-        if allowance is not None:
+        if allowance is not None:  # before the loop's test: this iteration may earn the next
             allowance.observe(outcome)
+            bound = max(bound, allowance.value)
     drained = len(finished_ever) == len(workload.requests)
     return Run(workload, policy, tuple(events), drained=drained)
 

@@ -2,10 +2,13 @@
 and the monitor.
 
 Progress is every output token produced plus every token of KV a request computes beyond the
-most it ever held. A request preempted a second time while progress still stands where it stood
-at its first preemption is thrash: the engine is cycling through states it has been in. The
-monitor reports that as LIVE-3; the run's bound pays no recompute for it, or a target that
-cycles forever would push the bound ahead of every iteration.
+most it ever held. A request preempted a second time while progress, counted to the end of the
+iteration of that second preemption, still stands where it stood at its first preemption is
+thrash: the engine is cycling through states it has been in. The end of the iteration, not the
+moment of preemption, because a preemption comes first in its iteration and may be what lets
+the rest of the batch progress in it (a priority victim re-admitted while a decode waited): that
+engine is not cycling. The monitor reports thrash as LIVE-3; the run's bound pays no recompute
+for it, or a target that cycles forever would push the bound ahead of every iteration.
 """
 
 from __future__ import annotations
@@ -21,18 +24,22 @@ class Progress:
         self.value = 0
         self.most: Counter[str] = Counter()
         self.stamp: dict[str, int] = {}
-
-    def preempt(self, request_id: str) -> bool:
-        """Note ``request_id``'s preemption; whether it repeats one with no progress between."""
-        before = self.stamp.get(request_id)
-        self.stamp[request_id] = self.value
-        return before == self.value
+        self.before = 0
+        """The count before the latest iteration counted: where a preemption in it stood."""
 
     def count(self, produced: int, computed: Iterable[str], kv: Mapping[str, int]) -> None:
         """``produced`` output tokens, and the KV (``kv``) of the requests that ``computed``."""
+        self.before = self.value
         self.value += produced
         most = self.most
         for rid in computed:
             if kv[rid] > most[rid]:
                 self.value += kv[rid] - most[rid]
                 most[rid] = kv[rid]
+
+    def preempted_again(self, request_id: str) -> bool:
+        """Note ``request_id``'s preemption in the iteration just counted; whether it repeats
+        one with no progress since, this iteration included."""
+        before = self.stamp.get(request_id)
+        self.stamp[request_id] = self.before
+        return before == self.value

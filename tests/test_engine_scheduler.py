@@ -246,3 +246,22 @@ def test_a_priority_victim_scheduled_earlier_releases_only_what_it_held() -> Non
     result = run(workload, EngineScheduler.configured(config), properties=config.properties())
     assert any(e.preempted for e in result.events)  # the case happens
     _check(workload, config)
+
+
+def test_a_preemption_that_lets_the_batch_progress_is_not_thrash() -> None:
+    # 'a' (lower priority) preempts itself in iteration 3, is re-admitted in 4 (prefill-first, so
+    # 'b' does not decode), and is preempted by 'b' in 5: twice with no progress between, but
+    # the second preemption is what lets 'b' decode in that iteration, and the run drains. Judged
+    # at the moment of preemption this read as LIVE-3 on a correct design.
+    workload = Workload(
+        "priority-victim",
+        Limits(2, 1, 2),
+        (Request("a", 0, 0, 2, priority=1), Request("b", 0, 0, 2, priority=0)),
+    )
+    config = EngineConfig(
+        token_budget=1, batching="prefill-first", victim="priority", prefix_caching=False,
+        null_page=False, name="priority",
+    )  # fmt: skip
+    result = run(workload, EngineScheduler.configured(config), properties=config.properties())
+    assert [e.preempted for e in result.events][2:5] == [("a",), (), ("a",)]
+    _check(workload, config)

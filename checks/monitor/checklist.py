@@ -73,11 +73,6 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
 
 
 # Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
-@per_iteration("preemption", "LIVE-3")
-def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.liveness.check_preempted(event.iteration, event)
-
-
 @per_iteration("preemption", "REQ-2", "PAGE-3", "PAGE-4")
 def preempted_requests_leave_with_their_pages(
     monitor: Monitor, event: IterationEvent
@@ -136,8 +131,13 @@ def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Findin
 def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
     finding = check_tokens(monitor.requests, event.iteration, event, monitor.computed)
     if finding is None:  # what LIVE-3 counts as progress, now that the KV is known
-        monitor.liveness.count_progress(event, monitor.computed)
+        monitor.liveness.count_progress(event.iteration, event, monitor.computed)
     return finding
+
+
+@per_iteration("decode", "LIVE-3")
+def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.liveness.check_thrash(event.iteration, event)
 
 
 # 3.3 Page growth ------------------------------------------------------------------------------

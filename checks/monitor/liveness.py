@@ -8,9 +8,10 @@ idle by design (head-of-line blocking, first-only chunking, padded budgets, peri
 so only while something runs. This is the "stranded with the pool free" bug, caught when it
 happens instead of at the bound.
 
-LIVE-3: a request preempted a second time with no progress anywhere since its first preemption:
-no output token produced and no request's KV beyond the most it ever held. The engine is then
-cycling through states it has been in: thrash.
+LIVE-3: a request preempted a second time with no progress anywhere since its first preemption,
+the iteration of the second included: no output token produced and no request's KV beyond the
+most it ever held. The engine is then cycling through states it has been in: thrash. It is
+judged once the iteration's progress is counted (:mod:`kvsched.reference.progress` says why).
 """
 
 from __future__ import annotations
@@ -33,22 +34,31 @@ class LivenessRules:
         self.stranded = "LIVE-2" in checks
         self.thrash = "LIVE-3" in checks
         self.progress = Progress()
+        self.counted = 0
+        """The latest iteration whose progress was counted."""
 
-    def check_preempted(self, n: int, event: IterationEvent) -> Finding | None:
-        """LIVE-3, for this iteration's preemptions (before the ledger forgets the KV)."""
+    def count_progress(self, n: int, event: IterationEvent, computed: Mapping[str, int]) -> None:
+        """After the token checks updated the ledger's KV and outputs."""
+        self.progress.count(len(event.decoded), computed, self.requests.kv)
+        self.counted = n
+        if event.preempted and not any(computed.values()):
+            # A request that preempts itself ends the schedule() (vLLM's break): the iteration
+            # computed nothing, and the bound's other allowances assume every iteration does.
+            self.requests.bound += 1
+
+    def check_thrash(self, n: int, event: IterationEvent) -> Finding | None:
+        """LIVE-3, for this iteration's preemptions, once its progress is counted."""
+        if self.counted != n:  # the token checks failed: no count to judge by
+            return None
         for rid in event.preempted:
-            if self.progress.preempt(rid) and self.thrash:
+            if self.progress.preempted_again(rid) and self.thrash:
                 message = (
-                    f"request {rid!r} was preempted again in iteration {n} although no request "
-                    "produced a token or computed new KV since its last preemption: the engine "
-                    "cycles through the same states (thrash)"
+                    f"request {rid!r} was preempted again in iteration {n}, and no request has "
+                    "produced a token or computed new KV since its last preemption, this "
+                    "iteration included: the engine cycles through the same states (thrash)"
                 )
                 return Finding("LIVE-3", n, message, requests=(rid,))
         return None
-
-    def count_progress(self, event: IterationEvent, computed: Mapping[str, int]) -> None:
-        """After the token checks updated the ledger's KV and outputs."""
-        self.progress.count(len(event.decoded), computed, self.requests.kv)
 
     def check_stranded(
         self, n: int, event: IterationEvent, head: str | None, computed: Mapping[str, int]
