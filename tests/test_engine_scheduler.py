@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,10 @@ from kvsched.reference.families import generate
 from kvsched.reference.pool import PoolError
 from kvsched.spec.protocol import ModelOutput
 from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.vocabulary import DEFAULT_PROFILE
 from kvsched.spec.workload import Limits, Request, Workload
+
+SEARCH_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE)
 
 
 def _check(workload: Workload, config: EngineConfig) -> None:
@@ -157,8 +161,9 @@ def test_every_combination_of_features_passes_the_monitor(
 
 @st.composite
 def crowded_engine_cases(draw: st.DrawFn) -> tuple[Workload, EngineConfig]:
-    """The search's workloads (up to 64 requests, swarm-tested, shared prefixes among them)."""
-    workload = draw(search_workloads("ci"))
+    """The search's workloads (swarm-tested, shared prefixes among them), as large as the loaded
+    profile's search draws: up to 64 requests in ci, 256 in thorough."""
+    workload = draw(search_workloads(SEARCH_PROFILE))
     requests = tuple(replace(r, priority=draw(st.integers(0, 2))) for r in workload.requests)
     config = draw(designs(max(r.prompt_tokens + r.output_tokens for r in requests)))
     pool = workload.limits.pool_pages + (1 if config.null_page else 0)
