@@ -6,10 +6,10 @@ for its chunk and, when they are not free, preempting the last admitted (possibl
 ends the loop); admission from the queue's head while a slot, the budget and the pages with the
 watermark to spare allow, unless the iteration preempted and the design admits nobody then;
 ``mixed`` batching runs the batch then admits, ``prefill-first`` runs continuing chunks, admits,
-and decodes only if nothing was computed. The
-loops are unrolled ``n`` times (each preemption or admission moves one of ``n`` requests), and
-every statement is guarded, so one term covers every path. The monitor's LIVE-3 bookkeeping
-(progress, high-water marks, stamps at preemption) rides along so the model can state it.
+and decodes only if nothing was computed. The loops are unrolled ``n`` times (each preemption or
+admission moves one of ``n`` requests), and every statement is guarded, so one term covers every
+path. The monitor's LIVE-3 bookkeeping (progress, high-water marks, stamps at preemption) rides
+along so the model can state it.
 """
 
 from __future__ import annotations
