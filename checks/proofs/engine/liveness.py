@@ -11,10 +11,10 @@ victim, and every other request that computes computes new KV or a token. If non
 batch's first request decodes (prefill-first's decode pass; mixed runs every request), and the
 first is never preempted: once the others are gone every page is its, and its peak fits the
 pool. The watermark plays no part. In prefill-first, admitting after a preemption breaks the
-first step: the chunk that preempted itself is readmitted in the same ``schedule()``, which then
-computes nothing new and decodes nothing, and the same proof fails there, as the thrash witness
-of :mod:`.results` shows it must. Mixed admits only with budget left after every running request
-computed, so there the proof holds with either design.
+first step: the chunk that preempted itself is readmitted in the same ``schedule()``, which can
+then compute nothing new and decode nothing, and the same proof fails there, as the thrash
+witness of :mod:`.results` shows it must. Mixed admits only with budget left after every
+running request computed, so there the proof holds with either design.
 """
 
 from __future__ import annotations
