@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvsched.checks.monitor import monitor_run
-from kvsched.checks.proofs.engine import induction, step
+from kvsched.checks.proofs.engine import induction, liveness, step
 from kvsched.checks.proofs.engine.claims import no_thrash
 from kvsched.checks.proofs.engine.induction import prove_safety
 from kvsched.checks.proofs.engine.liveness import prove_no_thrash
@@ -56,8 +56,8 @@ def engine_runs(draw: st.DrawFn) -> tuple[Workload, Any]:
     limits = Limits(draw(st.integers(1, 3)), page_size, pool)
     workload = Workload("drawn", limits, tuple(requests) or (Request("r0", 0, 1, 1),))
     batching = draw(st.sampled_from(("mixed", "prefill-first")))
-    config = engine_config(batching, draw(st.integers(1, 6)), draw(st.integers(0, 2)))
-    return workload, config
+    budget, watermark = draw(st.integers(1, 6)), draw(st.integers(0, 2))
+    return workload, engine_config(batching, budget, watermark, draw(st.booleans()))
 
 
 def _same_schedule(workload: Workload, config: Any) -> None:
@@ -89,45 +89,89 @@ def test_a_design_outside_the_model_is_refused() -> None:
         concrete_system(Workload("w", Limits(1, 1, 2), (Request("a", 0, 1, 1),)), VLLM_V1)
 
 
-def test_prefill_first_thrashes_and_the_reference_confirms_it() -> None:
-    bounds = EngineBounds(page_sizes=(1,), horizon=4, watermark=0)
+def test_prefill_first_admitting_after_a_preemption_thrashes_and_the_reference_confirms_it() -> (
+    None
+):
+    bounds = EngineBounds(page_sizes=(1,), horizon=4, watermark=0, admit_after_preemption=True)
     answer = search("prefill-first", bounds, live3, 60)
     assert answer.verdict == REFUTED and answer.found is not None
     found = answer.found
+    assert found.config.admit_after_preemption
     seen = confirm(found.workload, found.config, 60, found.iteration)
     assert (seen.invariant, seen.iteration) == ("LIVE-3", found.iteration)
     assert seen.same_schedule and not seen.drained
 
 
+WM0 = Workload("wm0", Limits(2, 1, 7), (Request("r0", 0, 3, 2), Request("r1", 0, 6, 1)))
+
+
 def test_the_documented_witness_thrashes_on_the_reference() -> None:
-    workload = Workload("wm0", Limits(2, 1, 7), (Request("r0", 0, 3, 2), Request("r1", 0, 6, 1)))
-    seen = confirm(workload, engine_config("prefill-first", 4, 0), 200, 4)
+    seen = confirm(WM0, engine_config("prefill-first", 4, 0, True), 200, 4)
     assert (seen.invariant, seen.iteration, seen.same_schedule) == ("LIVE-3", 4, True)
     assert not seen.drained
     # With the prefix cache (outside the model) the preempted request's pages come back as a hit.
-    cached = replace(engine_config("prefill-first", 4, 0), prefix_caching=True)
-    result = run(workload, EngineScheduler.configured(cached), properties=cached.properties())
+    cached = replace(engine_config("prefill-first", 4, 0, True), prefix_caching=True)
+    result = run(WM0, EngineScheduler.configured(cached), properties=cached.properties())
     assert result.drained and monitor_run(result, cached.properties()) is None
+
+
+def test_admitting_nobody_after_a_preemption_drains_the_documented_witness() -> None:
+    seen = confirm(WM0, engine_config("prefill-first", 4, 0), 200, 10)
+    assert (seen.invariant, seen.same_schedule, seen.drained) == ("", True, True)
+    preempted = [
+        v.preempted for v in model_trajectory(WM0, engine_config("prefill-first", 4, 0), 10)
+    ]
+    assert any(preempted)
 
 
 def test_a_watermark_does_not_stop_the_prefill_first_thrash() -> None:
     # The reproduced witness of watermark 2: admission keeps two pages spare, and the next chunk
     # needs three.
     workload = Workload("wm2", Limits(2, 1, 7), (Request("r0", 0, 2, 3), Request("r1", 0, 6, 1)))
-    seen = confirm(workload, engine_config("prefill-first", 3, 2), 60, 4)
+    seen = confirm(workload, engine_config("prefill-first", 3, 2, True), 60, 4)
     assert (seen.invariant, seen.iteration, seen.same_schedule) == ("LIVE-3", 4, True)
-    assert confirm(workload, engine_config("mixed", 3, 2), 60, 8).invariant == ""
+    for batching, admits in (("mixed", True), ("mixed", False), ("prefill-first", False)):
+        assert confirm(workload, engine_config(batching, 3, 2, admits), 60, 8).invariant == ""
 
 
-def test_mixed_batching_does_not_thrash_within_small_bounds() -> None:
-    answer = search("mixed", EngineBounds(page_sizes=(1,), horizon=4), live3, 60)
-    assert answer.verdict == PROVED
+@pytest.mark.parametrize(("batching", "admits"), [("mixed", None), ("prefill-first", False)])
+def test_no_thrash_within_small_bounds(batching: Any, admits: bool | None) -> None:
+    bounds = EngineBounds(page_sizes=(1,), horizon=4, admit_after_preemption=admits)
+    assert search(batching, bounds, live3, 60).verdict == PROVED
 
 
-def test_mixed_batching_never_thrashes_by_induction() -> None:
-    assert prove_no_thrash("mixed", 2, 1, 60).verdict == PROVED
-    # The same facts are not inductive for prefill-first, which does thrash.
-    assert prove_no_thrash("prefill-first", 2, 1, 60).verdict == NOT_PROVED
+def test_no_thrash_by_induction_unless_prefill_first_admits_after_a_preemption() -> None:
+    assert prove_no_thrash("mixed", 2, 1, 60, None).verdict == PROVED
+    assert prove_no_thrash("prefill-first", 2, 1, 60, False).verdict == PROVED
+    # The same facts are not inductive for the design that thrashes.
+    assert prove_no_thrash("prefill-first", 2, 1, 60, True).verdict == NOT_PROVED
+
+
+@pytest.mark.parametrize("fact", ["recomputing-is-last", "stamps-below-progress"])
+def test_the_no_thrash_induction_fails_without_its_strengthening(
+    monkeypatch: Any, fact: str
+) -> None:
+    facts = liveness.named_progress_facts
+
+    def weaker(s: Any, state: Any) -> dict[str, list[Any]]:
+        named = facts(s, state)
+        del named[fact]
+        return named
+
+    monkeypatch.setattr(liveness, "named_progress_facts", weaker)
+    assert prove_no_thrash("prefill-first", 2, 1, 60, False).verdict == NOT_PROVED
+
+
+def test_the_model_admitting_after_every_preemption_is_caught(monkeypatch: Any) -> None:
+    # The model as it stood before the reference stopped admitting after a preemption in
+    # prefill-first: the cross-check with the reference tells them apart on the witness.
+    admit = step._Work.admit
+
+    def always(self: Any, tokens: Any, enabled: Any) -> None:
+        admit(self, tokens, True)
+
+    monkeypatch.setattr(step._Work, "admit", always)
+    assert not confirm(WM0, engine_config("prefill-first", 4, 0), 10, 10).same_schedule
 
 
 @pytest.mark.parametrize(("batching", "page_size"), [("mixed", 2), ("prefill-first", 1)])

@@ -75,9 +75,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--engine-horizon",
         type=int,
-        default=5,
+        default=4,
         metavar="K",
-        help="with --engine: iterations unrolled in the LIVE-3 searches (default 5)",
+        help="with --engine: iterations unrolled in the LIVE-3 searches (default 4)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=main)

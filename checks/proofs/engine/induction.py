@@ -4,8 +4,9 @@ requests (spec/proofs.md, section 8.2).
 :func:`state_facts` is an invariant of the engine's state between iterations. It holds
 initially, and from *any* state satisfying it (not only a reachable one) one iteration leads to
 a state satisfying it and obeying every safety claim of :mod:`.claims`. So the claims hold in
-every iteration of every run, with arrivals, lengths, batch limit, pool, token budget and
-watermark symbolic and unbounded; the number of requests and the page size are fixed per query.
+every iteration of every run, with arrivals, lengths, batch limit, pool, token budget,
+watermark and ``admit_after_preemption`` symbolic (unbounded); the number of requests and the
+page size are fixed per query.
 Unrolling instead (:mod:`.unroll`) grows exponentially with the depth, so it is kept for LIVE-3,
 which is about paths.
 """
@@ -92,14 +93,20 @@ StepClaims = Callable[[EngineSystem, EngineState, EngineIteration, EngineState],
 
 
 def prove_safety(
-    batching: Batching, requests: int, page_size: int, timeout_s: float
+    batching: Batching,
+    requests: int,
+    page_size: int,
+    timeout_s: float,
+    admit_after_preemption: bool | None = None,
 ) -> InductionAnswer:
     """The safety layer: :func:`state_facts` is inductive and implies every safety claim."""
 
     def claims(s: EngineSystem, b: EngineState, it: EngineIteration, a: EngineState) -> Any:
         return {c.name: c.term for c in safety_claims(s, b, it, a)}
 
-    return prove_inductive(batching, requests, page_size, timeout_s, state_facts, claims)
+    return prove_inductive(
+        batching, requests, page_size, timeout_s, state_facts, claims, admit_after_preemption
+    )
 
 
 def prove_inductive(
@@ -109,14 +116,18 @@ def prove_inductive(
     timeout_s: float,
     facts: Facts,
     step_claims: StepClaims,
+    admit_after_preemption: bool | None = None,
 ) -> InductionAnswer:
-    """Initiation, consecution and a vacuity check for one batching and page size."""
+    """Initiation, consecution and a vacuity check for one batching and page size; the design's
+    ``admit_after_preemption`` pinned, or either (``None``)."""
     state_facts = facts
     started = time.perf_counter()
     s = symbolic_system(requests, page_size, batching)
     solver = z3.Solver()
     solver.set("timeout", max(1, int(timeout_s * 1000)))
     solver.add(*s.valid())
+    if admit_after_preemption is not None:
+        solver.add(s.admit_after_preemption == z3.BoolVal(admit_after_preemption))
     solver.push()
     solver.add(z3.Not(z3.And(*state_facts(s, initial_state(s)))))
     initiation = solver.check()

@@ -1,15 +1,20 @@
-"""LIVE-3 of the engine model by induction: the monitor's thrash rule never fires on mixed
-batching, in any iteration (spec/proofs.md, section 8.3).
+"""LIVE-3 of the engine model by induction: the monitor's thrash rule never fires, in any
+iteration, on mixed batching and on prefill-first batching that admits nobody after a
+preemption (spec/proofs.md, section 8.3).
 
-Why it holds, as the facts below state it: in ``mixed`` batching (vLLM v1) admission happens only
-with budget left after every running request computed, so each of them computed all it lacked
-and sampled a token; a request readmitted next to a running one therefore comes back with
-progress made since its preemption. Readmitted into an empty batch, it is the first of the batch,
-and the first is never preempted: every page is its for the taking once the others are gone, and
-its peak fits the pool. So a preempted request is always preempted again only after progress.
-The watermark plays no part. ``prefill-first`` batching breaks the first step (a continuing
-chunk is readmitted at once, without a decode), and the same proof fails there, as the
-thrash witness of :mod:`.results` shows it must.
+Why it holds, as the facts below state it: every iteration that preempts also makes progress,
+so a stamp taken at a preemption is below the progress once the iteration ends, and no request
+is ever preempted again with nothing made since. A request recomputing below its high-water
+mark is the last of the batch: a request is admitted behind it only with budget left after its
+chunk, which then reached the end of its known tokens and passed the mark. So it is the first
+victim, and every other request that computes computes new KV or a token. If none computes, the
+batch's first request decodes (prefill-first's decode pass; mixed runs every request), and the
+first is never preempted: once the others are gone every page is its, and its peak fits the
+pool. The watermark plays no part. In prefill-first, admitting after a preemption breaks the
+first step: the chunk that preempted itself is readmitted in the same ``schedule()``, which can
+then compute nothing new and decode nothing, and the same proof fails there, as the thrash
+witness of :mod:`.results` shows it must. Mixed admits only with budget left after every
+running request computed, so there the proof holds with either design.
 """
 
 from __future__ import annotations
@@ -30,22 +35,42 @@ STATEMENT = LIVE3_STATEMENT
 def progress_facts(s: EngineSystem, st: EngineState) -> list[Any]:
     """The safety invariant, and the monitor's LIVE-3 bookkeeping as it stands between
     iterations."""
-    facts = [*state_facts(s, st), st.progress >= 0]
+    return [f for group in named_progress_facts(s, st).values() for f in group]
+
+
+def named_progress_facts(s: EngineSystem, st: EngineState) -> dict[str, list[Any]]:
+    """:func:`progress_facts` by name, so a test can drop one and see the proof fail."""
+    facts: dict[str, list[Any]] = {
+        "safety": [*state_facts(s, st), st.progress >= 0],
+        "marks": [],
+        "stamps-below-progress": [],
+        "recomputing-is-last": [],
+    }
     for i in range(s.size):
         stamp, most, kv = st.stamp[i], st.most[i], st.computed[i]
-        facts += [stamp >= NEVER, stamp <= st.progress, most >= kv, kv >= 0]
         # Nothing computed ever reached past the token being sampled.
-        facts.append(most < s.tokens(i, st.generated[i]))
-        # A request preempted with no progress since runs first, where it cannot be preempted.
-        stale = z3.And(st.phase[i] == RUNNING, stamp != NEVER, stamp == st.progress)
-        facts.append(z3.Implies(stale, st.running.items[0] == i))
+        facts["marks"] += [most >= kv, kv >= 0, most < s.tokens(i, st.generated[i])]
+        facts["stamps-below-progress"] += [
+            stamp >= NEVER,
+            z3.Implies(stamp != NEVER, stamp < st.progress),
+        ]
+        recomputing = z3.And(st.phase[i] == RUNNING, kv < most)
+        facts["recomputing-is-last"].append(z3.Implies(recomputing, st.running.last() == i))
     return facts
 
 
 def prove_no_thrash(
-    batching: Batching, requests: int, page_size: int, timeout_s: float
+    batching: Batching,
+    requests: int,
+    page_size: int,
+    timeout_s: float,
+    admit_after_preemption: bool | None = False,
 ) -> InductionAnswer:
+    """``admit_after_preemption`` pinned, or either (``None``)."""
+
     def claims(s: EngineSystem, b: EngineState, it: EngineIteration, a: EngineState) -> Any:
         return {"no-thrash": z3.Not(it.thrash)}
 
-    return prove_inductive(batching, requests, page_size, timeout_s, progress_facts, claims)
+    return prove_inductive(
+        batching, requests, page_size, timeout_s, progress_facts, claims, admit_after_preemption
+    )

@@ -60,6 +60,7 @@ def concrete_system(workload: Workload, config: EngineConfig) -> EngineSystem:
         pool_pages=z3.IntVal(workload.limits.pool_pages),
         token_budget=z3.IntVal(budget),
         watermark=z3.IntVal(config.watermark_pages),
+        admit_after_preemption=z3.BoolVal(config.admit_after_preemption),
         page_size=workload.limits.page_size,
         batching=config.batching,
         ids=tuple(r.id for r in requests),

@@ -3,7 +3,8 @@
 The model is ``reference/engine_scheduler`` in one family of designs: a token budget with every
 prompt chunkable (``chunking="all"``), fcfs with preempted requests at the queue's head, the last
 admitted as the victim, lazy page admission, continuous (not static) batching, either batching
-(``mixed`` or ``prefill-first``), any watermark. It leaves out the prefix cache (shared pages and
+(``mixed`` or ``prefill-first``), any watermark, admitting in a ``schedule()`` that preempted or
+not (``admit_after_preemption``). It leaves out the prefix cache (shared pages and
 their reference counts), the null page, priority victims and orders, first-only and whole-prompt
 chunking, and peak admission: a design with any of them is refused rather than half-modelled.
 It counts pages rather than naming them, so PAGE-2 (no page with two owners) and PAGE-6 stay the
@@ -26,7 +27,8 @@ MODELLED = {
     "admission": "lazy",
     "static": False,
 }
-"""The design choices the model fixes; batching, token budget and watermark stay free."""
+"""The design choices the model fixes; batching, token budget, watermark and
+``admit_after_preemption`` stay free."""
 
 
 def engine_scope(config: EngineConfig) -> Scope:

@@ -4,11 +4,12 @@ It follows ``EngineScheduler.schedule()`` and ``update_from_output()`` statement
 for the design :mod:`.scope` admits: running requests in admission order, each taking the pages
 for its chunk and, when they are not free, preempting the last admitted (possibly itself, which
 ends the loop); admission from the queue's head while a slot, the budget and the pages with the
-watermark to spare allow; ``mixed`` batching runs the batch then admits unless it preempted,
-``prefill-first`` runs continuing chunks, admits, and decodes only if nothing was computed. The
-loops are unrolled ``n`` times (each preemption or admission moves one of ``n`` requests), and
-every statement is guarded, so one term covers every path. The monitor's LIVE-3 bookkeeping
-(progress, high-water marks, stamps at preemption) rides along so the model can state it.
+watermark to spare allow, unless the iteration preempted and the design admits nobody then;
+``mixed`` batching runs the batch then admits, ``prefill-first`` runs continuing chunks, admits,
+and decodes only if nothing was computed. The loops are unrolled ``n`` times (each preemption or
+admission moves one of ``n`` requests), and every statement is guarded, so one term covers every
+path. The monitor's LIVE-3 bookkeeping (progress, high-water marks, stamps at preemption) rides
+along so the model can state it.
 """
 
 from __future__ import annotations
@@ -198,12 +199,9 @@ def transition(
         work.phase[i] = z3.If(arrives, WAITING, work.phase[i])
     tokens = [s.tokens(i, state.generated[i]) for i in range(s.size)]
     yes = z3.BoolVal(True)
-    if s.batching == "mixed":
-        work.run(tokens, only_chunks=False, enabled=yes)
-        work.admit(tokens, enabled=work.preempted.length == 0)  # none after a preemption
-    else:
-        work.run(tokens, only_chunks=True, enabled=yes)
-        work.admit(tokens, enabled=yes)
+    work.run(tokens, only_chunks=s.batching == "prefill-first", enabled=yes)
+    work.admit(tokens, enabled=z3.Or(s.admit_after_preemption, work.preempted.length == 0))
+    if s.batching == "prefill-first":
         work.run(tokens, only_chunks=False, enabled=z3.And(*[c == 0 for c in work.chunk]))
     kv = [work.computed[i] + work.chunk[i] for i in range(s.size)]
     decoded = [z3.And(work.chunk[i] > 0, kv[i] == tokens[i]) for i in range(s.size)]

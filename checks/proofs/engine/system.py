@@ -1,9 +1,10 @@
 """The engine model's workload, design and state as Z3 terms (spec/proofs.md, section 8).
 
 A :class:`EngineSystem` is a workload with an engine design: arrivals, lengths, batch limit,
-pool, token budget and watermark are Z3 terms (fresh constants when a proof ranges over every
-workload within the bounds, values when the model replays one); the page size and the batching
-are Python values, one query each, so page arithmetic stays linear. Requests are numbered in
+pool, token budget, watermark and whether admission follows a preemption are Z3 terms (fresh
+constants when a proof ranges over every workload within the bounds, values when the model
+replays one); the page size and the batching are Python values, one query each, so page
+arithmetic stays linear. Requests are numbered in
 admission order (by arrival, ties in declared order), as the existing model numbers them.
 """
 
@@ -33,6 +34,8 @@ class EngineSystem:
     pool_pages: Any
     token_budget: Any
     watermark: Any
+    admit_after_preemption: Any
+    """A Z3 Boolean: ``EngineConfig.admit_after_preemption``."""
     page_size: int
     batching: Batching
     ids: tuple[str, ...] = ()
@@ -73,6 +76,7 @@ def symbolic_system(size: int, page_size: int, batching: Batching) -> EngineSyst
         pool_pages=z3.Int("e_pool_pages"),
         token_budget=z3.Int("e_token_budget"),
         watermark=z3.Int("e_watermark"),
+        admit_after_preemption=z3.Bool("e_admit_after_preemption"),
         page_size=page_size,
         batching=batching,
     )

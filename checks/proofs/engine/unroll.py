@@ -46,22 +46,36 @@ class EngineBounds:
     horizon: int = 10
     watermark: int | None = None
     """Pin the watermark to this many pages; ``None``: any watermark >= 0."""
+    admit_after_preemption: bool | None = False
+    """Pin the design's ``admit_after_preemption``; ``None``: either."""
 
     def constrain(self, s: EngineSystem) -> list[Any]:
         facts = [s.watermark == self.watermark] if self.watermark is not None else []
+        if self.admit_after_preemption is not None:
+            facts.append(s.admit_after_preemption == z3.BoolVal(self.admit_after_preemption))
         for i in range(s.size):
             facts += [s.arrival[i] <= self.max_arrival, s.output[i] <= self.max_output]
             facts.append(s.prompt[i] <= self.max_prompt)
         return facts
 
     def words(self) -> str:
-        watermark = "any watermark" if self.watermark is None else f"watermark {self.watermark}"
         return (
             f"{self.requests} requests, arrivals <= {self.max_arrival}, prompts <= "
             f"{self.max_prompt}, outputs <= {self.max_output}, page sizes "
-            f"{'/'.join(map(str, self.page_sizes))}, {watermark}, any batch limit, pool and "
-            f"token budget; {self.horizon} iterations"
+            f"{'/'.join(map(str, self.page_sizes))}, "
+            f"{design_words(self.watermark, self.admit_after_preemption)}, any batch limit, pool "
+            f"and token budget; {self.horizon} iterations"
         )
+
+
+def design_words(watermark: int | None, admit_after_preemption: bool | None) -> str:
+    """The design choices a claim pins, in words (``None``: any)."""
+    admits = {
+        None: "admitting after a preemption or not",
+        True: "admitting after a preemption",
+        False: "admitting nobody after a preemption",
+    }[admit_after_preemption]
+    return ("any watermark" if watermark is None else f"watermark {watermark}") + ", " + admits
 
 
 ClaimsAt = Callable[[EngineSystem, EngineState, EngineIteration, EngineState], list[Claim]]
@@ -149,10 +163,13 @@ def _chosen(model: Any, s: EngineSystem) -> tuple[Workload, EngineConfig]:
     )
     limits = Limits(value(s.batch_limit), s.page_size, value(s.pool_pages))
     workload = Workload(name=f"engine-{s.batching}-witness", limits=limits, requests=requests)
-    return workload, engine_config(s.batching, value(s.token_budget), value(s.watermark))
+    admits = z3.is_true(model.eval(s.admit_after_preemption, model_completion=True))
+    return workload, engine_config(s.batching, value(s.token_budget), value(s.watermark), admits)
 
 
-def engine_config(batching: Batching, token_budget: int, watermark: int) -> EngineConfig:
+def engine_config(
+    batching: Batching, token_budget: int, watermark: int, admit_after_preemption: bool = False
+) -> EngineConfig:
     """The reference design the model describes, with these choices (:mod:`.scope`)."""
     return EngineConfig(
         token_budget=token_budget,
@@ -163,5 +180,6 @@ def engine_config(batching: Batching, token_budget: int, watermark: int) -> Engi
         prefix_caching=False,
         watermark_pages=watermark,
         null_page=False,
-        name=f"model-{batching}",
+        admit_after_preemption=admit_after_preemption,
+        name=f"model-{batching}" + ("-admitting" if admit_after_preemption else ""),
     )
