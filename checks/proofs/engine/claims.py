@@ -71,7 +71,10 @@ SAFETY_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         "the batch list holds exactly the running requests and the queue the waiting ones",
     ),
 }
-LIVE3_STATEMENT = "no request is preempted twice with no token and no new KV between (thrash)"
+LIVE3_STATEMENT = (
+    "no request is preempted twice with no token and no new KV between, the second's iteration "
+    "included (thrash)"
+)
 
 
 def safety_claims(

@@ -207,13 +207,13 @@ def transition(
     decoded = [z3.And(work.chunk[i] > 0, kv[i] == tokens[i]) for i in range(s.size)]
     generated = [state.generated[i] + z3.If(decoded[i], 1, 0) for i in range(s.size)]
     finished = [z3.And(decoded[i], generated[i] == s.output[i]) for i in range(s.size)]
-    thrash, stamp = _stamps(s, state, work.preempted)
     progress = state.progress + z3.Sum([z3.If(d, 1, 0) for d in decoded])
     most = []
     for i in range(s.size):
         beyond = z3.And(work.chunk[i] > 0, kv[i] > state.most[i])
         progress += z3.If(beyond, kv[i] - state.most[i], 0)
         most.append(z3.If(beyond, kv[i], state.most[i]))
+    thrash, stamp = _stamps(s, state, work.preempted, progress)
     it = EngineIteration(
         number=n,
         admitted=work.admitted,
@@ -249,12 +249,15 @@ def transition(
     return it, after
 
 
-def _stamps(s: EngineSystem, state: EngineState, preempted: Slots) -> tuple[Any, tuple[Any, ...]]:
-    """The monitor's LIVE-3: a request preempted again while progress still equals its stamp."""
+def _stamps(
+    s: EngineSystem, state: EngineState, preempted: Slots, progress: Any
+) -> tuple[Any, tuple[Any, ...]]:
+    """The monitor's LIVE-3: a request preempted again while ``progress``, counted to the end
+    of this iteration, still equals its stamp; the stamp is where progress stood before it."""
     thrash = []
     stamp = []
     for i in range(s.size):
         now = preempted.contains(i)
-        thrash.append(z3.And(now, state.stamp[i] != NEVER, state.stamp[i] == state.progress))
+        thrash.append(z3.And(now, state.stamp[i] != NEVER, state.stamp[i] == progress))
         stamp.append(z3.If(now, state.progress, state.stamp[i]))
     return z3.Or(*thrash), tuple(stamp)
