@@ -49,7 +49,7 @@ class SteadyDecode:
         self.clock = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, meter)
-        self.lazy = self.counts.lazy
+        self.lazy, self.outputs = self.counts.lazy, self.counts.outputs
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
         self.taken = TakenLines()
@@ -118,10 +118,17 @@ class SteadyDecode:
         for rid in self.counts.named(clock):
             if rid not in grown and rid not in finishes:
                 return None
+        # :meth:`_steady_after` for the decoding requests, inlined: this runs for every page a
+        # line allocates.
+        kv, generated, tables, outputs = requests.kv, requests.generated, pages.tables, self.outputs
+        page_size = self.page_size
         for rid in (*grown, *finishes, *joiners):
             if rid in lazy or rid in joiners:
                 step = clock - lazy.get(rid, clock - 1)
-                if not self._steady_after(rid, step, step, grown.get(rid, 0), rid in finishes):
+                held = len(tables.get(rid, ())) + grown.get(rid, 0)
+                if held != -(-(kv[rid] + step) // page_size):
+                    return None
+                if (generated[rid] + step == outputs[rid]) != (rid in finishes):
                     return None
         for rid, amount in computes.items():
             if not self._computes(rid, amount, grown.get(rid, 0), rid in finishes):
@@ -181,9 +188,8 @@ class SteadyDecode:
 
     def _out_of_order(self, n: int, admitted: tuple[str, ...]) -> bool:
         """BATCH-4 as the monitor checks it (a pure check under fcfs and none)."""
-        event = IterationEvent(n, (), admitted, (), (), (), {}, {}, {}, 0, ())
         monitor = self.monitor
-        return monitor.order.check_admissions(n, event, monitor.arrivals) is not None
+        return monitor.order.check_admitted(n, admitted, monitor.arrivals) is not None
 
     def _apply(self, line: IterationLine, ops: SortedOps, joiners: list[str]) -> None:
         """Every count moved as the full path would move it for a line shown clean."""
@@ -244,9 +250,7 @@ class SteadyDecode:
         for rid in finishes:
             if rid in counts.lazy:
                 counts.bring(rid, clock)
-        self.requests.finish(
-            n, IterationEvent(n, (), (), (), (), tuple(finishes), {}, {}, {}, 0, ())
-        )
+        self.requests.finish_ids(n, (), tuple(finishes))
         # What PageLedger.release and drop do for pages already shown to be exactly the
         # request's own: no page is shared in scope, so each has that one holder.
         holders, live, tables = self.pages.holders, self.pages.tables, self.lowering.tables
