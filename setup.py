@@ -3,8 +3,8 @@
 ``KVSCHED_MYPYC=1`` asks a build to compile the modules of :data:`COMPILED` with mypyc (it ships
 with mypy, a dev dependency, so the build runs in the dev environment: ``--no-build-isolation``).
 The modules stay in the package as Python; each compiled one is installed beside its source and
-imported in its place. A build that cannot compile (no mypyc, a type error, no C compiler) warns
-and installs the plain modules, which give the same verdicts: tests/test_steady.py runs against
+imported in its place. A build that cannot compile (no mypyc, a type error, no C compiler) says
+so and installs the plain modules, which give the same verdicts: tests/test_steady.py runs against
 whichever is installed, says which, and fails if a compiled module is older than its source
 (an editable install keeps the compiled modules until it is run again). Everything else is
 declared in pyproject.toml.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -67,6 +68,12 @@ def extensions() -> list[object]:
     except ImportError:
         print("kvsched: mypyc not found; the fast path stays plain Python", file=sys.stderr)
         return []
+    # Asked before compiling: an extension that fails to build (even one marked optional) breaks
+    # an editable install, which still expects its file.
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        print(f"kvsched: no C compiler ({compiler}); the fast path stays plain", file=sys.stderr)
+        return []
     package = _staged()
     paths = [str(package / path) for path in COMPILED]
     try:
@@ -77,8 +84,6 @@ def extensions() -> list[object]:
     except (Exception, SystemExit) as error:  # mypy exits on a type error
         print(f"kvsched: mypyc failed ({error}); the fast path stays plain", file=sys.stderr)
         return []
-    for extension in built:
-        extension.optional = True  # no compiler: a warning, and the plain modules
     return list(built)
 
 
