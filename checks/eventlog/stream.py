@@ -107,6 +107,9 @@ class LogReader:
         last = self._last_queue
         for admitted in range(min(len(last), 8) + 1):
             kept = len(last) - admitted
+            # The heads first: slicing a long queue to find it differs costs more than that.
+            if kept and (kept > len(waiting) or waiting[0] != last[admitted]):
+                continue
             if waiting[:kept] == last[admitted:]:
                 known = self._known.issuperset(waiting[kept:])
                 break
