@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.reference import POLICIES
 from kvsched.reference.engine import run
@@ -40,3 +41,28 @@ def test_a_log_that_leaves_out_its_queue_is_judged_on_the_predicted_one(
     assert queued >= 3  # the run did keep a queue, and the log no longer says so
     checked = check_stream(log, fast=fast)
     assert checked.finding is None, str(checked.finding)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "full path"])
+@pytest.mark.parametrize("where", [0, -1])
+def test_an_unknown_request_behind_a_known_queue_is_invalid(
+    fast: bool, where: int, tmp_path: Path
+) -> None:
+    # The reader looks up only the new tail of a queue that kept the last one's requests, so
+    # the unknown id goes at the tail of such a queue (where=-1), or at its head (0).
+    requests = tuple(Request(f"r{i}", i // 3, 2, 3) for i in range(12))
+    result = run(Workload("queue", Limits(2, 2, 16), requests), POLICIES["continuous"])
+    rows = [json.loads(line) for line in v2_lines(result, TargetProperties("continuous"))]
+    pairs = [
+        i
+        for i in range(2, len(rows))
+        if rows[i].get("waiting")
+        and rows[i - 1].get("waiting") == rows[i]["waiting"][: len(rows[i - 1]["waiting"])]
+    ]
+    assert pairs
+    broken = rows[pairs[0]]["waiting"]
+    broken.insert(len(broken) if where else 0, "nobody")
+    log = tmp_path / "unknown.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(EventLogError, match="nobody"):
+        check_stream(log, fast=fast)

@@ -13,16 +13,15 @@ reports a finding itself, so the findings are the full path's by construction;
 tests/test_steady.py runs both paths over clean and broken logs and compares findings and
 figures.
 
-Laziness: a request that decodes in every line taken in gains one KV token and one output token
-per line. Instead of counting them into the ledgers line by line, the fast path notes the number
-of lines taken in (the clock) at which the request's counts were last brought up to date, and
-brings them up to date when a line names it or is declined. When a request must next be named is
-known in advance (its next page boundary, or its last token): a line on which a request falls
-due without being named is declined.
+Laziness: a request that decodes in every line taken in is counted lazily
+(:mod:`.steady_lazy`): its steps are counted into the ledgers only when it finishes or a line is
+declined. A line on which a request falls due (its next page boundary, or its last token) without
+being named is declined; a line that names it checks it with its counts as of that line.
 """
 
 from __future__ import annotations
 
+from kvsched.checks.eventlog.steady_lazy import LazyCounts
 from kvsched.checks.eventlog.steady_ops import SortedOps, sort_ops
 from kvsched.checks.eventlog.steady_recent import TakenLines
 from kvsched.checks.eventlog.version2 import Admit, Alloc, IterationLine, Lowering
@@ -47,22 +46,15 @@ class SteadyDecode:
             "BATCH-3" in monitor.applicable and not monitor.properties.estimate_admission
         )
         self.peak = monitor.properties.admission == "peak"
-        # The counts a steady step moves, held here: they are read once per named request.
-        self.kv, self.generated = self.requests.kv, self.requests.generated
-        self.most = monitor.liveness.progress.most
-        self.meter_kv, self.meter_generated = meter.kv, meter.generated
-        self.meter_most = meter.most
-        self.tables = self.pages.tables
-        self.outputs = {rid: r.output_tokens for rid, r in self.requests.requests.items()}
         self.clock = 0
         """Lines taken in so far."""
-        self.lazy: dict[str, int] = {}
-        """Requests decoding in every line taken in, with the clock their counts are as of."""
-        self.due: dict[str, int] = {}
-        self.dues: dict[int, list[str]] = {}
+        self.counts = LazyCounts(monitor, meter)
+        self.lazy, self.outputs = self.counts.lazy, self.counts.outputs
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
         self.taken = TakenLines()
+        self.batch: tuple[str, ...] | None = None
+        """The lowering's batch as a tuple, while no line has changed it since it was made."""
         self.begun = 0
 
     def take(self, line: IterationLine) -> tuple[str, ...] | None:
@@ -96,7 +88,8 @@ class SteadyDecode:
             in_decode = set(decoding)
             if len(in_decode) != len(decoding) or not in_decode.issuperset(lazy):
                 return None
-            joiners = [r for r in decoding if r not in lazy]
+            # Sorted, so that the order the joiners are counted in does not follow the hash seed.
+            joiners = sorted(in_decode.difference(lazy)) if len(in_decode) > len(lazy) else []
             for rid in joiners:
                 if rid not in active or rid in computes or not self._may_join(rid):
                     return None
@@ -122,14 +115,20 @@ class SteadyDecode:
         if admitted and self._out_of_order(line.iteration, tuple(admitted)):
             return None
         # Everyone the line names, or who falls due now, is checked with their counts after it.
-        named = [r for r in self.dues.get(clock, ()) if self.due.get(r) == clock]
-        for rid in named:
+        for rid in self.counts.named(clock):
             if rid not in grown and rid not in finishes:
                 return None
+        # :meth:`_steady_after` for the decoding requests, inlined: this runs for every page a
+        # line allocates.
+        kv, generated, tables, outputs = requests.kv, requests.generated, pages.tables, self.outputs
+        page_size = self.page_size
         for rid in (*grown, *finishes, *joiners):
             if rid in lazy or rid in joiners:
                 step = clock - lazy.get(rid, clock - 1)
-                if not self._steady_after(rid, step, step, grown.get(rid, 0), rid in finishes):
+                held = len(tables.get(rid, ())) + grown.get(rid, 0)
+                if held != -(-(kv[rid] + step) // page_size):
+                    return None
+                if (generated[rid] + step == outputs[rid]) != (rid in finishes):
                     return None
         for rid, amount in computes.items():
             if not self._computes(rid, amount, grown.get(rid, 0), rid in finishes):
@@ -144,7 +143,7 @@ class SteadyDecode:
         for rid, given in frees.items():
             if set(given) != set(pages.tables.get(rid, ())) | _pages_of(schedule, rid):
                 return None
-        if line.free_pages != pages.free - len(fresh) + freed:
+        if line.free_pages != pages.usable - len(pages.holders) - len(fresh) + freed:
             return None
         self._apply(line, ops, joiners)
         return tuple(finishes)
@@ -189,9 +188,8 @@ class SteadyDecode:
 
     def _out_of_order(self, n: int, admitted: tuple[str, ...]) -> bool:
         """BATCH-4 as the monitor checks it (a pure check under fcfs and none)."""
-        event = IterationEvent(n, (), admitted, (), (), (), {}, {}, {}, 0, ())
         monitor = self.monitor
-        return monitor.order.check_admissions(n, event, monitor.arrivals) is not None
+        return monitor.order.check_admitted(n, admitted, monitor.arrivals) is not None
 
     def _apply(self, line: IterationLine, ops: SortedOps, joiners: list[str]) -> None:
         """Every count moved as the full path would move it for a line shown clean."""
@@ -200,17 +198,23 @@ class SteadyDecode:
         n, requests, pages = line.iteration, self.requests, self.pages
         lowering, meter = self.lowering, self.meter
         tables = lowering.tables
-        self.taken.record(line, lowering, (*grown, *frees))
+        # The batch changes only by an admission or a finish: most lines reuse the last tuple.
+        batch = self.batch or tuple(lowering.batch)
+        self.taken.record(line, batch, tables, (*grown, *frees))
+        self.batch = None if ops.admitted or finishes else batch
         joined: dict[str, None] = {}
+        holders, live = pages.holders, pages.tables
         for op in schedule:
             if type(op) is Admit:
                 requests.admit(n, (op.request,), joined)
                 joined[op.request] = None
                 lowering.batch[op.request] = None
-            else:
-                given = op.pages  # type: ignore[union-attr]
-                pages.take_fresh(op.request, given)  # type: ignore[arg-type]
-                tables[op.request] = tables.get(op.request, ()) + given  # type: ignore[operator]
+            else:  # PageLedger.take_fresh, inlined: a line allocates about three times
+                rid, given = op.request, op.pages  # type: ignore[union-attr]
+                for page in given:  # type: ignore[union-attr]
+                    holders[page] = {rid}
+                live[rid] = live.get(rid, ()) + given  # type: ignore[operator]
+                tables[rid] = tables.get(rid, ()) + given  # type: ignore[operator]
         self.clock = clock = self.clock + 1
         lazy = self.lazy
         for rid in joiners:
@@ -229,58 +233,45 @@ class SteadyDecode:
             meter.kv[rid] = before + amount
             meter.generated[rid] += 1
             meter.most[rid] = max(meter.most[rid], meter.kv[rid])
-        for rid in (*joiners, *grown, *finishes):
-            if rid in lazy:
-                self._bring(rid, clock)
-        for rid in self.dues.pop(clock, ()):
-            if self.due.get(rid) == clock and rid in lazy and rid not in finishes:
-                self._bring(rid, clock)
+        # A request named here that decodes on is only due again later: its counts stay lazy.
+        counts = self.counts
+        for rid in (*joiners, *grown):
+            if rid in lazy and rid not in finishes:
+                counts.schedule(rid, clock)
+        counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
         # No page is shared in scope, so the pages held are the batch's distinct pages.
-        meter.count_idle(len(requests.active), line.waiting, lambda: len(pages.holders))
+        if line.waiting and len(requests.active) < self.batch_limit:
+            meter.count_idle(len(requests.active), line.waiting, lambda: len(pages.holders))
         if finishes:
-            event = IterationEvent(n, (), (), (), (), tuple(finishes), {}, {}, {}, 0, ())
-            requests.finish(n, event)
-            for rid, given in frees.items():
-                pages.release(n, rid, given, "finished")
-            for rid in finishes:
-                pages.drop(n, rid, "finished")
-                tables.pop(rid, None)
-                lowering.batch.pop(rid, None)
-                meter.kv.pop(rid, None)
-                lazy.pop(rid, None)
-                self.due.pop(rid, None)
+            self._finish(n, finishes, frees)
         self.monitor.order.keep(line.waiting)
         self.last_decode = None if finishes else decoding
 
-    def _bring(self, rid: str, clock: int) -> None:
-        """Count ``rid``'s steady steps into every ledger, and note when it next falls due."""
-        steps = clock - self.lazy[rid]
-        kv = self.kv
-        if steps:
-            kv[rid] += steps
-            self.generated[rid] += steps
-            self.most[rid] = kv[rid]
-            meter_kv = self.meter_kv
-            meter_kv[rid] += steps
-            self.meter_generated[rid] += steps
-            self.meter_most[rid] = meter_kv[rid]
-        self.lazy[rid] = clock
-        boundary = len(self.tables.get(rid, ())) * self.page_size - kv[rid] + 1
-        due = clock + min(boundary, self.outputs[rid] - self.generated[rid])
-        self.due[rid] = due
-        if due in self.dues:
-            self.dues[due].append(rid)
-        else:
-            self.dues[due] = [rid]
+    def _finish(self, n: int, finishes: dict[str, None], frees: dict[str, tuple[int, ...]]) -> None:
+        """The finished requests leave every ledger with their pages, brought up to date first."""
+        counts, clock = self.counts, self.clock
+        for rid in finishes:
+            if rid in counts.lazy:
+                counts.bring(rid, clock)
+        self.requests.finish_ids(n, (), tuple(finishes))
+        # What PageLedger.release and drop do for pages already shown to be exactly the
+        # request's own: no page is shared in scope, so each has that one holder.
+        holders, live, tables = self.pages.holders, self.pages.tables, self.lowering.tables
+        for given in frees.values():
+            for page in given:
+                del holders[page]
+        for rid in finishes:
+            live.pop(rid, None)
+            tables.pop(rid, None)
+            self.lowering.batch.pop(rid, None)
+            self.meter.kv.pop(rid, None)
+            counts.forget(rid)
 
     def flush(self) -> None:
         """Bring every count up to date, and the monitor's recent events, for the full path."""
-        for rid in list(self.lazy):
-            self._bring(rid, self.clock)
-        self.lazy.clear()
-        self.due.clear()
-        self.dues.clear()
+        self.counts.bring_all(self.clock)
         self.last_decode = None
+        self.batch = None
         self.monitor.recent.extend(self.taken.replay(self.lowering))
 
     def observe(self, event: IterationEvent) -> Finding | None:

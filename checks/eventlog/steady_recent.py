@@ -25,11 +25,16 @@ class TakenLines:
     def __init__(self) -> None:
         self.lines: deque[tuple[IterationLine, tuple[str, ...], Undo]] = deque(maxlen=RECENT)
 
-    def record(self, line: IterationLine, lowering: Lowering, touched: Iterable[str]) -> None:
-        """Before ``line`` moves ``lowering``'s batch and the tables of ``touched``."""
-        tables = lowering.tables
+    def record(
+        self,
+        line: IterationLine,
+        batch: tuple[str, ...],
+        tables: dict[str, tuple[int, ...]],
+        touched: Iterable[str],
+    ) -> None:
+        """Before ``line`` moves the batch (``batch`` before it) and ``tables`` of ``touched``."""
         undo = {rid: tables.get(rid, ()) for rid in touched}
-        self.lines.append((line, tuple(lowering.batch), undo))
+        self.lines.append((line, batch, undo))
 
     def replay(self, lowering: Lowering) -> list[IterationEvent]:
         """The events of the lines kept, oldest first, as the full path would have made them;

@@ -41,6 +41,8 @@ class LogReader:
         self.iterations = 0
         self._known = frozenset(r.id for r in self.header.workload.requests)
         self._unfinished = set(self._known)
+        self._last_queue: tuple[str, ...] = ()
+        """The last queue shown to hold only the workload's requests."""
         self._explicit: bool | None = None  # version 1: whether lines carry 'computed'
         header = self.header
         self.lowering = (
@@ -74,7 +76,7 @@ class LogReader:
                     if (
                         skip is not None
                         and read.iteration == self.iterations + 1
-                        and self._known.issuperset(read.waiting)
+                        and self._all_known(read.waiting)
                         and (finished := skip(read)) is not None
                     ):
                         self.iterations += 1
@@ -97,6 +99,25 @@ class LogReader:
             self.iterations += 1
             self._unfinished.difference_update(decoded.finished)
             yield decoded
+
+    def _all_known(self, waiting: tuple[str, ...]) -> bool:
+        """Whether every request of a line's queue is one of the workload's. A queue is mostly the
+        last one shown known with a few heads admitted and a few arrivals behind: comparing ids
+        costs less than hashing a long queue's fresh strings, so only the new tail is looked up."""
+        last = self._last_queue
+        for admitted in range(min(len(last), 8) + 1):
+            kept = len(last) - admitted
+            # The heads first: slicing a long queue to find it differs costs more than that.
+            if kept and (kept > len(waiting) or waiting[0] != last[admitted]):
+                continue
+            if waiting[:kept] == last[admitted:]:
+                known = self._known.issuperset(waiting[kept:])
+                break
+        else:
+            known = self._known.issuperset(waiting)
+        if known:
+            self._last_queue = waiting
+        return known
 
     def _all_or_nothing(self, event: IterationEvent, where: str) -> None:
         has_computed = event.computed is not None

@@ -78,7 +78,7 @@ class OrderRules:
         if self.order == "none" or not event.admitted:
             return None
         if self.order == "fcfs":
-            return self._fcfs(n, event, arrivals)
+            return self._fcfs(n, event.admitted, event.preempted, arrivals)
         left = frozenset(event.admitted)
         for rid in event.admitted:
             least = self._least(left)
@@ -90,14 +90,27 @@ class OrderRules:
             left -= {rid}
         return None
 
-    def _fcfs(self, n: int, event: IterationEvent, arrivals: Sequence[str]) -> Finding | None:
-        preempted, admitted, state = set(event.preempted), set(event.admitted), self.ledger.state
+    def check_admitted(
+        self, n: int, admitted: tuple[str, ...], arrivals: Sequence[str]
+    ) -> Finding | None:
+        """:meth:`check_admissions` for an iteration that preempted no one, under fcfs or none
+        (the orders that keep no heap, so that checking changes nothing)."""
+        if self.order not in ("fcfs", "none"):
+            raise ValueError(f"check_admitted is for fcfs and none, not {self.order}")
+        if self.order == "none" or not admitted:
+            return None
+        return self._fcfs(n, admitted, (), arrivals)
+
+    def _fcfs(
+        self, n: int, order: tuple[str, ...], out: tuple[str, ...], arrivals: Sequence[str]
+    ) -> Finding | None:
+        preempted, admitted, state = set(out), set(order), self.ledger.state
         queue: Iterator[str] = (
             rid
             for rid in chain(self.reported, arrivals)
             if rid not in preempted and (state.get(rid) == WAITING or rid in admitted)
         )
-        for rid in event.admitted:
+        for rid in order:
             if rid in preempted:
                 continue
             head = next(queue, None)

@@ -233,8 +233,12 @@ class RequestLedger:
     # 3.5 Completion ---------------------------------------------------------------------------
     def finish(self, n: int, event: IterationEvent) -> Finding | None:
         """REQ-2: finish exactly the requests that produced their last token, exactly once."""
-        finished = set(event.finished)
-        for rid in event.decoded:
+        return self.finish_ids(n, event.decoded, event.finished)
+
+    def finish_ids(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:
+        """:meth:`finish` for an event that decoded ``decoded`` and finished ``ids``."""
+        finished = set(ids)
+        for rid in decoded:
             length = self.output_length(rid)
             if self.generated[rid] == length and rid not in finished:
                 return _found(
@@ -244,7 +248,7 @@ class RequestLedger:
                     f"({length}) in iteration {n} but was not finished{self.fold_hint(rid)}",
                     rid,
                 )
-        for rid in event.finished:
+        for rid in ids:
             if self.state.get(rid) != ACTIVE:
                 return _found(
                     "REQ-2",
