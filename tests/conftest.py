@@ -1,5 +1,4 @@
-"""Test-suite configuration: the Hypothesis profiles, the ``slow`` marker, and a header line
-saying whether the event-log checker's fast path is compiled (setup.py) or plain.
+"""Test-suite configuration: the Hypothesis profiles and the ``slow`` marker.
 
 The ``ci`` profile (fast, derandomized, no example database; see checks/search/profiles.py) is the
 default, so ``pytest`` gives the same verdict on every machine. Choose another with
@@ -10,7 +9,6 @@ option wins over the environment variable.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -28,9 +26,3 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "slow: takes seconds rather than milliseconds; deselect with -m 'not slow'"
     )
 
-
-def pytest_report_header() -> str:
-    from kvsched.checks.eventlog import steady
-
-    compiled = Path(str(steady.__file__)).suffix == ".so"
-    return f"kvsched fast path: {'compiled with mypyc' if compiled else 'plain Python'}"
