@@ -25,4 +25,3 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: takes seconds rather than milliseconds; deselect with -m 'not slow'"
     )
-
