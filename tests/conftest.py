@@ -25,3 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "slow: takes seconds rather than milliseconds; deselect with -m 'not slow'"
     )
+    # Searches that size their workloads by the profile read it from the environment when their
+    # module is collected, which comes after this: the option must reach them too.
+    profile = config.getoption("hypothesis_profile", None)
+    if profile:
+        os.environ["HYPOTHESIS_PROFILE"] = profile
