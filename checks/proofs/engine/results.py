@@ -15,11 +15,12 @@ schedule the run identically.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from kvsched.checks.proofs.catalogue import ProofResult
 from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
-from kvsched.checks.proofs.engine.induction import prove_safety
+from kvsched.checks.proofs.engine.induction import InductionAnswer, prove_safety
 from kvsched.checks.proofs.engine.liveness import prove_no_thrash
 from kvsched.checks.proofs.engine.replay import confirm
 from kvsched.checks.proofs.engine.unroll import EngineBounds, design_words, search
@@ -83,12 +84,9 @@ def run_engine_proofs(plan: EnginePlan) -> tuple[ProofResult, ...]:
 
 
 def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
-    seconds, open_ = 0.0, []
-    for page_size in plan.page_sizes:
-        answer = prove_safety(batching, plan.requests, page_size, plan.timeout_s, None)
-        seconds += answer.seconds
-        if answer.verdict != PROVED:
-            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    seconds, open_ = _each_page_size(
+        plan, lambda size: prove_safety(batching, plan.requests, size, plan.timeout_s, None)
+    )
     ids = tuple(dict.fromkeys(i for ids, _ in SAFETY_STATEMENTS.values() for i in ids))
     return ProofResult(
         claim="safety layer: " + ", ".join(SAFETY_STATEMENTS) + f" ({design_words(None, None)})",
@@ -106,13 +104,10 @@ def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
 def never_thrashes(batching: Batching, plan: EnginePlan) -> ProofResult:
     """LIVE-3 by induction for a design of :data:`NO_THRASH_DESIGNS`: the monitor's thrash rule
     is sound there."""
-    seconds, open_ = 0.0, []
     admits = NO_THRASH_DESIGNS[batching]
-    for page_size in plan.page_sizes:
-        answer = prove_no_thrash(batching, plan.requests, page_size, plan.timeout_s, admits)
-        seconds += answer.seconds
-        if answer.verdict != PROVED:
-            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    seconds, open_ = _each_page_size(
+        plan, lambda size: prove_no_thrash(batching, plan.requests, size, plan.timeout_s, admits)
+    )
     design = design_words(None, admits)
     return ProofResult(
         claim=f"no thrash ({batching}, {design})",
@@ -168,6 +163,19 @@ def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofR
         statement=f"{LIVE3_STATEMENT}, for every workload of {bounds.words()}",
         counterexample=witness,
     )
+
+
+def _each_page_size(
+    plan: EnginePlan, prove: Callable[[int], InductionAnswer]
+) -> tuple[float, list[str]]:
+    """An induction at each of the plan's page sizes: the seconds spent, and what stayed open."""
+    seconds, open_ = 0.0, []
+    for page_size in plan.page_sizes:
+        answer = prove(page_size)
+        seconds += answer.seconds
+        if answer.verdict != PROVED:
+            open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
+    return seconds, open_
 
 
 def _sizes(sizes: tuple[int, ...]) -> str:
