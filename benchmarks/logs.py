@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, BinaryIO, TextIO
 
 from kvsched.checks.eventlog.lines import LOG_FORMAT, event_json
-from kvsched.checks.eventlog.version2 import ENCODER, IterationLine
+from kvsched.checks.eventlog.version2 import ENCODER, IterationLine, queue_json
 from kvsched.checks.eventlog.writer import header_line, ops_of
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine import SchedulerDriver
@@ -84,7 +84,7 @@ def _record(
         v1.write(json.dumps(event_json(event)) + "\n")  # type: ignore[arg-type]
         ops = tuple(ops_of(event, prompts))  # type: ignore[arg-type]
         # The queue is written as the engine reports it: BATCH-4 judges fcfs admissions by it.
-        waiting = tuple(event.waiting)  # type: ignore[union-attr]
+        waiting = queue_json(tuple(event.waiting))  # type: ignore[union-attr]
         line = ENCODER.encode(IterationLine(iteration, ops, event.free_pages, waiting)) + b"\n"  # type: ignore[union-attr]
         v2.write(line)
         v2z.write(line)

@@ -6,17 +6,18 @@ by msgspec straight into a typed struct, which validates it in the same pass; th
 error is built only when a line is wrong.
 
 JSON lets an object repeat a key, and a decoder keeps the last value; a log that says two things
-at once is malformed here. msgspec gives no hook for that, so :func:`decode_line` re-encodes what
-it decoded: a line that is no longer than its canonical encoding (spaces aside) can hold no
-repeated key, since every other difference (escapes, other whitespace) makes a line longer. Only
-the rare line that differs is parsed again by :mod:`json`, which names the repeated key.
+at once is malformed here. msgspec gives no hook for that, so :func:`decode_line` either counts
+the line's keys (when the caller can say how many the decoded value has) or re-encodes what it
+decoded: a line that is no longer than its canonical encoding (spaces aside) can hold no repeated
+key, since every other difference (escapes, other whitespace) makes a line longer. Only the rare
+line that fails is parsed again by :mod:`json`, which names the repeated key.
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,8 +51,19 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             raise EventLogError(f"{path}: line {number + 1}: cannot read ({what})") from None
 
 
-def decode_line(decoder: msgspec.json.Decoder[T], line: bytes, where: str) -> T:
-    """``line`` decoded into the decoder's type; :class:`EventLogError` naming the field if not."""
+def decode_line(
+    decoder: msgspec.json.Decoder[T],
+    line: bytes,
+    where: str,
+    keys: Callable[[T], int | None] | None = None,
+) -> T:
+    """``line`` decoded into the decoder's type; :class:`EventLogError` naming the field if not.
+
+    ``keys``, if given, tells how many keys the decoded value's JSON holds when none repeats
+    (``None``: it cannot tell). Every key is followed by a colon, so a line with no more colons
+    than that repeats none. Otherwise a compact line shows a repeated key by its count of ``":``:
+    each key ends so once, and anything else that does is inside a string, so a line with a
+    repeated key counts more. A line with a space before a colon is checked the slow way."""
     try:
         value = decoder.decode(line)
     except msgspec.ValidationError as error:
@@ -60,6 +72,14 @@ def decode_line(decoder: msgspec.json.Decoder[T], line: bytes, where: str) -> T:
         raise EventLogError(f"{where}: {json_problem(line, str(error))}") from None
     except RecursionError:
         raise EventLogError(f"{where}: not valid JSON (nested too deeply)") from None
+    expected = keys(value) if keys is not None else None
+    if expected is not None:
+        # One scan settles a line with no colon in its strings; else count the key ends.
+        if line.count(b":") != expected:
+            spaced = b" :" in line or b"\t:" in line or b"\r:" in line  # JSON's whitespace
+            if spaced or line.count(b'":') != expected:
+                reject_repeated_keys(line, where)
+        return value
     encoded = _ENCODER.encode(value)
     if len(line) - line.count(b" ") > len(encoded) - encoded.count(b" "):
         reject_repeated_keys(line, where)

@@ -21,6 +21,9 @@ being named is declined; a line that names it checks it with its counts as of th
 
 from __future__ import annotations
 
+import msgspec
+
+from kvsched.checks.eventlog.ids import decode_ids
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
 from kvsched.checks.eventlog.steady_ops import SortedOps, sort_ops
 from kvsched.checks.eventlog.steady_recent import TakenLines
@@ -52,20 +55,23 @@ class SteadyDecode:
         self.lazy, self.outputs = self.counts.lazy, self.counts.outputs
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
+        self.decode_raw = msgspec.Raw(b"[]")
+        self.decode_ids: tuple[str, ...] = ()
+        """The last decode list read, as JSON and as ids: most lines repeat it."""
         self.taken = TakenLines()
         self.batch: tuple[str, ...] | None = None
         """The lowering's batch as a tuple, while no line has changed it since it was made."""
         self.begun = 0
 
-    def take(self, line: IterationLine) -> tuple[str, ...] | None:
-        """The requests ``line`` finished if it is taken in; ``None`` if the full path is to
-        judge it, every count then brought up to date for the lowering of the line."""
-        finished = self._take(line)
+    def take(self, line: IterationLine, waiting: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The requests ``line`` (its queue ``waiting``) finished if it is taken in; ``None`` if
+        the full path is to judge it, every count then brought up to date for its lowering."""
+        finished = self._take(line, waiting)
         if finished is None:
             self.flush()
         return finished
 
-    def _take(self, line: IterationLine) -> tuple[str, ...] | None:
+    def _take(self, line: IterationLine, waiting: tuple[str, ...]) -> tuple[str, ...] | None:
         monitor = self.monitor
         if monitor.finding is not None or line.tables is not None:
             return None
@@ -79,9 +85,19 @@ class SteadyDecode:
         if ops is None:
             return None
         schedule, admitted, grown, fresh = ops.schedule, ops.admitted, ops.grown, ops.fresh
-        decoding, computes, finishes, frees = ops.decode, ops.computes, ops.finishes, ops.frees
+        computes, finishes, frees = ops.computes, ops.finishes, ops.frees
+        raw = ops.decode
+        if raw is None:
+            decoding: tuple[str, ...] = ()
+        elif raw == self.decode_raw:
+            decoding = self.decode_ids
+        else:
+            read = decode_ids(raw)
+            if read is None:
+                return None  # malformed: the full path says so
+            decoding, self.decode_raw, self.decode_ids = read, raw, read
         clock = self.clock + 1
-        if decoding == self.last_decode:
+        if decoding is self.last_decode:
             joiners: list[str] = []
             in_decode: dict[str, int] | set[str] = lazy
         else:
@@ -106,7 +122,6 @@ class SteadyDecode:
             reserve = sum(requests.reservation(rid) for rid in admitted)
             if requests.committed + reserve > pages.usable:
                 return None
-        waiting = line.waiting
         queued = waiting or len(requests.queue) > len(admitted)
         if batch < self.batch_limit and self.work_conserving and queued:
             return None  # BATCH-3 might apply: the full path decides
@@ -115,9 +130,10 @@ class SteadyDecode:
         if admitted and self._out_of_order(line.iteration, tuple(admitted)):
             return None
         # Everyone the line names, or who falls due now, is checked with their counts after it.
-        for rid in self.counts.named(clock):
-            if rid not in grown and rid not in finishes:
-                return None
+        if clock in self.counts.dues:
+            for rid in self.counts.named(clock):
+                if rid not in grown and rid not in finishes:
+                    return None
         # :meth:`_steady_after` for the decoding requests, inlined: this runs for every page a
         # line allocates.
         kv, generated, tables, outputs = requests.kv, requests.generated, pages.tables, self.outputs
@@ -145,7 +161,7 @@ class SteadyDecode:
                 return None
         if line.free_pages != pages.usable - len(pages.holders) - len(fresh) + freed:
             return None
-        self._apply(line, ops, joiners)
+        self._apply(line, waiting, ops, decoding, joiners)
         return tuple(finishes)
 
     def _may_join(self, rid: str) -> bool:
@@ -191,16 +207,23 @@ class SteadyDecode:
         monitor = self.monitor
         return monitor.order.check_admitted(n, admitted, monitor.arrivals) is not None
 
-    def _apply(self, line: IterationLine, ops: SortedOps, joiners: list[str]) -> None:
+    def _apply(
+        self,
+        line: IterationLine,
+        waiting: tuple[str, ...],
+        ops: SortedOps,
+        decoding: tuple[str, ...],
+        joiners: list[str],
+    ) -> None:
         """Every count moved as the full path would move it for a line shown clean."""
-        schedule, decoding, computes = ops.schedule, ops.decode, ops.computes
+        schedule, computes = ops.schedule, ops.computes
         finishes, frees, grown = ops.finishes, ops.frees, ops.grown
         n, requests, pages = line.iteration, self.requests, self.pages
         lowering, meter = self.lowering, self.meter
         tables = lowering.tables
         # The batch changes only by an admission or a finish: most lines reuse the last tuple.
         batch = self.batch or tuple(lowering.batch)
-        self.taken.record(line, batch, tables, (*grown, *frees))
+        self.taken.record(line, waiting, batch, tables, (*grown, *frees))
         self.batch = None if ops.admitted or finishes else batch
         joined: dict[str, None] = {}
         holders, live = pages.holders, pages.tables
@@ -240,11 +263,11 @@ class SteadyDecode:
                 counts.schedule(rid, clock)
         counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
         # No page is shared in scope, so the pages held are the batch's distinct pages.
-        if line.waiting and len(requests.active) < self.batch_limit:
-            meter.count_idle(len(requests.active), line.waiting, lambda: len(pages.holders))
+        if waiting and len(requests.active) < self.batch_limit:
+            meter.count_idle(len(requests.active), waiting, lambda: len(pages.holders))
         if finishes:
             self._finish(n, finishes, frees)
-        self.monitor.order.keep(line.waiting)
+        self.monitor.order.keep(waiting)
         self.last_decode = None if finishes else decoding
 
     def _finish(self, n: int, finishes: dict[str, None], frees: dict[str, tuple[int, ...]]) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import msgspec
+
 from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.version2 import (
     Admit,
@@ -43,7 +45,8 @@ def in_scope(header: LogHeader, monitor: Monitor) -> bool:
 
 
 class SortedOps:
-    """A line's operations by kind, for a line the fast path may take in."""
+    """A line's operations by kind, for a line the fast path may take in; its decode list as
+    the line gives it (raw JSON), or ``None``."""
 
     __slots__ = (
         "admitted",
@@ -62,7 +65,7 @@ class SortedOps:
         admitted: dict[str, None],
         grown: dict[str, int],
         fresh: set[int],
-        decode: tuple[str, ...],
+        decode: msgspec.Raw | None,
         computes: dict[str, int],
         finishes: dict[str, None],
         frees: dict[str, tuple[int, ...]],
@@ -84,26 +87,20 @@ def sort_ops(
     schedule: list[Admit | Alloc] = []
     admitted: dict[str, None] = {}
     grown: dict[str, int] = {}
-    fresh: set[int] = set()
-    decode: tuple[str, ...] | None = None
+    given_all: list[int] = []
+    decode: msgspec.Raw | None = None
     computes: dict[str, int] = {}
     tokens: set[str] = set()
     finishes: dict[str, None] = {}
     frees: dict[str, tuple[int, ...]] = {}
     phase = 0
-    holders, reserved, pool = pages.holders, pages.reserved, pages.pool_pages
     for op in line.ops:
         kind = type(op)
         if kind is Alloc:
             rid, given = op.request, op.pages  # type: ignore[union-attr]
             if phase or isinstance(given, int) or not (rid in active or rid in admitted):
                 return None
-            for page in given:
-                if page in holders or page in fresh or not 0 <= page < pool:
-                    return None
-                if page in reserved:
-                    return None
-                fresh.add(page)
+            given_all += given
             grown[rid] = grown.get(rid, 0) + len(given)
             schedule.append(op)  # type: ignore[arg-type]
         elif kind is Decode:
@@ -146,4 +143,14 @@ def sort_ops(
             return None
     if len(tokens) != len(computes):
         return None
-    return SortedOps(schedule, admitted, grown, fresh, decode or (), computes, finishes, frees)
+    # Every page allocated is in the pool, usable, free and allocated once: C's loops, not ours.
+    fresh = set(given_all)
+    if given_all and (
+        len(fresh) != len(given_all)
+        or min(given_all) < 0
+        or max(given_all) >= pages.pool_pages
+        or not pages.reserved.isdisjoint(fresh)
+        or not pages.holders.keys().isdisjoint(fresh)
+    ):
+        return None
+    return SortedOps(schedule, admitted, grown, fresh, decode, computes, finishes, frees)

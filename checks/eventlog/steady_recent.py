@@ -17,38 +17,43 @@ from kvsched.spec.events import IterationEvent
 
 Undo = dict[str, tuple[int, ...]]
 """The tables a line changed, as they were before it."""
+Taken = tuple[IterationLine, tuple[str, ...], tuple[str, ...], Undo]
+"""A line, its queue, the batch before it and its :data:`Undo`."""
 
 
 class TakenLines:
     """The last :data:`~kvsched.checks.monitor.runtime.RECENT` lines taken in."""
 
     def __init__(self) -> None:
-        self.lines: deque[tuple[IterationLine, tuple[str, ...], Undo]] = deque(maxlen=RECENT)
+        self.lines: deque[Taken] = deque(maxlen=RECENT)
 
     def record(
         self,
         line: IterationLine,
+        waiting: tuple[str, ...],
         batch: tuple[str, ...],
         tables: dict[str, tuple[int, ...]],
         touched: Iterable[str],
     ) -> None:
-        """Before ``line`` moves the batch (``batch`` before it) and ``tables`` of ``touched``."""
+        """Before ``line`` (its queue ``waiting``) moves the batch (``batch`` before it) and
+        ``tables`` of ``touched``."""
         undo = {rid: tables.get(rid, ()) for rid in touched}
-        self.lines.append((line, batch, undo))
+        self.lines.append((line, waiting, batch, undo))
 
     def replay(self, lowering: Lowering) -> list[IterationEvent]:
         """The events of the lines kept, oldest first, as the full path would have made them;
         ``lowering`` is as the newest line left it. Forgets the lines."""
         tables = dict(lowering.tables)
         states = []
-        for line, batch, undo in reversed(self.lines):
+        for line, waiting, batch, undo in reversed(self.lines):
             for rid, table in undo.items():
                 if table:
                     tables[rid] = table
                 else:
                     tables.pop(rid, None)
-            states.append((line, batch, dict(tables)))
+            states.append((line, waiting, batch, dict(tables)))
         self.lines.clear()
         return [
-            lowering.at(before, batch).lower(line, "") for line, batch, before in reversed(states)
+            lowering.at(before, batch).lower(line, waiting, "")
+            for line, waiting, batch, before in reversed(states)
         ]

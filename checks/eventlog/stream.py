@@ -11,15 +11,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kvsched.checks.eventlog.header import LogHeader, parse_header
+from kvsched.checks.eventlog.ids import QueueReader
 from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
-from kvsched.checks.eventlog.version1 import decode_v1
+from kvsched.checks.eventlog.version1 import FaultLine, decode_v1
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine, Lowering
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 
-Skip = Callable[[IterationLine], "tuple[str, ...] | None"]
-"""Takes a version-2 line in without an event (the requests it finished), or declines (None)."""
+Skip = Callable[[IterationLine, tuple[str, ...]], "tuple[str, ...] | None"]
+"""Takes a version-2 line (and its queue) in without an event, returning the requests it
+finished, or declines (None)."""
 
 
 class LogReader:
@@ -41,8 +43,7 @@ class LogReader:
         self.iterations = 0
         self._known = frozenset(r.id for r in self.header.workload.requests)
         self._unfinished = set(self._known)
-        self._last_queue: tuple[str, ...] = ()
-        """The last queue shown to hold only the workload's requests."""
+        self._queue = QueueReader(self._known)
         self._explicit: bool | None = None  # version 1: whether lines carry 'computed'
         header = self.header
         self.lowering = (
@@ -59,10 +60,11 @@ class LogReader:
     def events(self, skip: Skip | None = None) -> Iterator[IterationEvent]:
         """Every iteration's event, in order; :class:`EventLogError` at the first bad line.
 
-        ``skip``, for version 2, is offered each well-formed iteration line in turn (its number
-        checked, its queue of known requests) before it is lowered. If it takes the line in, it
-        returns the requests the line finished, and no event is made of the line."""
-        lowering = self.lowering
+        ``skip``, for version 2, is offered each well-formed iteration line in turn, with its
+        queue (its number checked, its queue of known requests), before it is lowered. If it
+        takes the line in, it returns the requests the line finished, and no event is made of
+        the line."""
+        lowering, queue = self.lowering, self._queue
         for number, line in self._lines:
             where = f"{self.path}: line {number}"
             if self.fault is not None:
@@ -71,18 +73,19 @@ class LogReader:
             if lowering is None:
                 decoded = decode_v1(line, where)
             else:
-                read = decode_line(DECODER, line, where)
+                read = decode_line(DECODER, line, where, _keys)
                 if isinstance(read, IterationLine):
+                    waiting = queue.read(read.waiting, where)
                     if (
                         skip is not None
                         and read.iteration == self.iterations + 1
-                        and self._all_known(read.waiting)
-                        and (finished := skip(read)) is not None
+                        and queue.known
+                        and (finished := skip(read, waiting)) is not None
                     ):
                         self.iterations += 1
                         self._unfinished.difference_update(finished)
                         continue
-                    decoded = lowering.lower(read, where)
+                    decoded = lowering.lower(read, waiting, where)
                 else:
                     decoded = read.fault()
             if isinstance(decoded, SchedulerFault):
@@ -100,25 +103,6 @@ class LogReader:
             self._unfinished.difference_update(decoded.finished)
             yield decoded
 
-    def _all_known(self, waiting: tuple[str, ...]) -> bool:
-        """Whether every request of a line's queue is one of the workload's. A queue is mostly the
-        last one shown known with a few heads admitted and a few arrivals behind: comparing ids
-        costs less than hashing a long queue's fresh strings, so only the new tail is looked up."""
-        last = self._last_queue
-        for admitted in range(min(len(last), 8) + 1):
-            kept = len(last) - admitted
-            # The heads first: slicing a long queue to find it differs costs more than that.
-            if kept and (kept > len(waiting) or waiting[0] != last[admitted]):
-                continue
-            if waiting[:kept] == last[admitted:]:
-                known = self._known.issuperset(waiting[kept:])
-                break
-        else:
-            known = self._known.issuperset(waiting)
-        if known:
-            self._last_queue = waiting
-        return known
-
     def _all_or_nothing(self, event: IterationEvent, where: str) -> None:
         has_computed = event.computed is not None
         if self._explicit is None:
@@ -131,3 +115,7 @@ class LogReader:
                 "(it is all or nothing, and required when the target declares "
                 "chunked prefill, preemption or prefix sharing)"
             )
+
+
+def _keys(line: IterationLine | FaultLine) -> int | None:
+    return line.keys() if isinstance(line, IterationLine) else None

@@ -21,8 +21,9 @@ from typing import Literal
 
 import msgspec
 
+from kvsched.checks.eventlog.ids import decode_ids, ids_error
 from kvsched.checks.eventlog.lines import EventLogError
-from kvsched.checks.eventlog.version1 import Count, FaultLine, Id, Ids, Pages
+from kvsched.checks.eventlog.version1 import Count, FaultLine, Id, Pages
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload
@@ -73,9 +74,12 @@ class Token(msgspec.Struct, tag="token", array_like=True):
 
 
 class Decode(msgspec.Struct, tag="decode", array_like=True):
-    """Each request listed computes one token and produces one: a decode step, in one op."""
+    """Each request listed computes one token and produces one: a decode step, in one op.
 
-    requests: Ids
+    The list is kept as its JSON (:func:`ids_json`) until it is read: a steady batch decodes
+    the same list on every line, and comparing bytes costs less than making its ids again."""
+
+    requests: msgspec.Raw
 
 
 class Finish(msgspec.Struct, tag="finish", array_like=True):
@@ -85,6 +89,9 @@ class Finish(msgspec.Struct, tag="finish", array_like=True):
 Operation = (
     Arrive | Preempt | Admit | Alloc | Share | Free | Cache | Compute | Token | Decode | Finish
 )
+
+NO_QUEUE = msgspec.Raw()
+"""An iteration line's ``waiting`` when the field is absent; msgspec omits only this object."""
 
 SCHEDULE, STEP, UPDATE = 0, 1, 2
 _PHASE: dict[type, int] = {
@@ -104,12 +111,29 @@ class IterationLine(
     iteration: Count
     ops: tuple[Operation, ...]
     free_pages: Count
-    waiting: Ids = ()
+    waiting: msgspec.Raw = NO_QUEUE
+    """The queue's JSON, a list of ids: :class:`~.queue.QueueReader` decodes it, mostly from
+    the last line's (empty: the field is absent, an empty queue)."""
     tables: Pages | None = None
+
+    def keys(self) -> int:
+        """How many keys this line's JSON holds, ``tables``' included, if none repeats."""
+        keys = 5 if self.waiting else 4
+        return keys if self.tables is None else keys + 1 + len(self.tables)
 
 
 DECODER = msgspec.json.Decoder(IterationLine | FaultLine)
 ENCODER = msgspec.json.Encoder()
+
+
+def ids_json(ids: tuple[str, ...]) -> msgspec.Raw:
+    """A list of ids as the raw JSON a :class:`Decode` holds."""
+    return msgspec.Raw(ENCODER.encode(ids))
+
+
+def queue_json(waiting: tuple[str, ...]) -> msgspec.Raw:
+    """The ``waiting`` field of a line whose queue is ``waiting``."""
+    return ids_json(waiting) if waiting else NO_QUEUE
 
 
 class Lowering:
@@ -132,8 +156,9 @@ class Lowering:
         other.tables, other.batch = dict(tables), dict.fromkeys(batch)
         return other
 
-    def lower(self, line: IterationLine, where: str) -> IterationEvent:
-        """The event of one line; :class:`EventLogError` if the line contradicts the format."""
+    def lower(self, line: IterationLine, waiting: tuple[str, ...], where: str) -> IterationEvent:
+        """The event of one line whose queue is ``waiting``; :class:`EventLogError` if the line
+        contradicts the format."""
         phase = SCHEDULE
         schedule: list[Op] = []
         arrived: list[str] = []
@@ -160,9 +185,12 @@ class Lowering:
                     active, tables = self._scheduled()
                 phase = _PHASE[kind]
             if isinstance(op, Decode):
-                for rid in op.requests:
+                requests = decode_ids(op.requests)
+                if requests is None:
+                    raise ids_error(op.requests, f"ops[{index}][1]", where)
+                for rid in requests:
                     computed[rid] = computed.get(rid, 0) + 1
-                decoded.extend(op.requests)
+                decoded.extend(requests)
             elif isinstance(op, Arrive):
                 arrived.append(op.request)
                 if phase == SCHEDULE:
@@ -217,7 +245,7 @@ class Lowering:
             allocated=allocated,
             freed=freed,
             free_pages=line.free_pages,
-            waiting=line.waiting,
+            waiting=waiting,
             computed=computed,
             cached=cached,
             shared=shared,

@@ -34,6 +34,8 @@ from kvsched.checks.eventlog.version2 import (
     Preempt,
     Share,
     Token,
+    ids_json,
+    queue_json,
 )
 from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent, Op
@@ -84,7 +86,7 @@ class LogWriter:
     ) -> None:
         """The next iteration's operations, in the order the engine did them."""
         self.iterations += 1
-        line = IterationLine(self.iterations, tuple(ops), free_pages, waiting, tables)
+        line = IterationLine(self.iterations, tuple(ops), free_pages, queue_json(waiting), tables)
         self._file.write(ENCODER.encode(line) + b"\n")
 
     def fault(self, fault: SchedulerFault) -> None:
@@ -113,7 +115,8 @@ def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
     prompts = {r.id: r.prompt_tokens for r in run.workload.requests}
     for event in run.events:
         ops = tuple(ops_of(event, prompts))
-        line = IterationLine(event.iteration, ops, event.free_pages, tuple(event.waiting))
+        waiting = queue_json(tuple(event.waiting))
+        line = IterationLine(event.iteration, ops, event.free_pages, waiting)
         yield ENCODER.encode(line).decode()
     if run.fault is not None:
         fault = run.fault
@@ -175,7 +178,7 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     decodes = tuple(rid for rid, n in computed.items() if n == 1 and tokens[rid] == 1)
     decoding = set(decodes)
     if decodes:
-        yield Decode(decodes)
+        yield Decode(ids_json(decodes))
     for rid, n in computed.items():
         if not (n == 1 and tokens[rid] == 1):
             yield Compute(rid, n)

@@ -1,0 +1,121 @@
+"""The lists of ids a version-2 line carries as raw JSON: its queue and its decode list.
+
+Both mostly repeat the last line's, so each is decoded only when its bytes change.
+:func:`decode_ids` decodes and validates one; :class:`QueueReader` reads a line's queue as a
+change to the last line's queue.
+
+A busy engine's queue can hold hundreds of requests, and a log repeats it on every line. From
+one line to the next it mostly stays the same, or loses a few requests at its head (admitted)
+and gains a few at its tail (arrived). Decoding hundreds of ids on every line would cost more
+than checking the line, so :class:`QueueReader` keeps the last queue with its JSON and decodes
+only the new tail.
+
+It trusts only bytes it decoded before. The last queue's JSON must be canonical (compact, each
+id as msgspec writes it), which fixes where each of its ids starts. The new JSON must repeat the
+old one's bytes from the cut to the end, byte for byte. Whatever is new is decoded and validated.
+msgspec has already checked the new JSON's syntax, so a cut that matches cannot fall inside a
+string: the kept bytes would then hold an odd number of unescaped quotes. Any other change is
+decoded whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.checks.eventlog.source import validation_message
+from kvsched.checks.eventlog.version1 import Ids
+
+_IDS = msgspec.json.Decoder(Ids)
+_ENCODER = msgspec.json.Encoder()
+
+
+def decode_ids(raw: msgspec.Raw | bytes) -> tuple[str, ...] | None:
+    """The ids of a list whose JSON is ``raw`` (msgspec checked its syntax); ``None`` if it is
+    not a list of ids, which :func:`ids_error` words."""
+    try:
+        return _IDS.decode(raw)
+    except msgspec.ValidationError:
+        return None
+
+
+def ids_error(raw: msgspec.Raw | bytes, field: str, where: str) -> EventLogError:
+    """What is wrong with the list of ids at ``field`` whose JSON is ``raw``."""
+    try:
+        _IDS.decode(raw)
+    except msgspec.ValidationError as error:
+        message = validation_message(str(error))
+        inside = "field '"  # a place in the list, as "field '[3]': expected str, got int"
+        if message.startswith(inside):
+            return EventLogError(f"{where}: field '{field}" + message[len(inside) :])
+        return EventLogError(f"{where}: field '{field}': {message}")
+    return EventLogError(f"{where}: field '{field}': not a list of request ids")
+
+
+_HEADS = 8
+"""Most requests a line may admit from the head and still be read as a change."""
+
+
+class QueueReader:
+    """The queue of each line in turn, as a tuple of ids, and whether all are the workload's."""
+
+    def __init__(self, known: Iterable[str]) -> None:
+        self.width = {rid: len(_ENCODER.encode(rid)) for rid in known}
+        """Each request's id as canonical JSON, in bytes."""
+        self.raw = b"[]"
+        self.ids: tuple[str, ...] = ()
+        self.known = True
+        """Whether every id of :attr:`ids` is the workload's."""
+        self.canonical = True
+        """Whether :attr:`raw` is the canonical JSON of :attr:`ids`."""
+
+    def read(self, raw: msgspec.Raw, where: str) -> tuple[str, ...]:
+        """The ids of the queue whose JSON is ``raw``; :class:`EventLogError` if it is not a list
+        of ids. :attr:`known` says whether each is the workload's."""
+        new = bytes(raw) or b"[]"  # an absent field: an empty queue
+        if new == self.raw:
+            return self.ids
+        ids = self._changed(new) if self.canonical and self.known and self.ids else None
+        if ids is None:
+            ids = decode_ids(new)
+            if ids is None:
+                raise ids_error(new, "waiting", where)
+            width = self.width
+            self.known = all(rid in width for rid in ids)
+            self.canonical = self.known and len(new) == _length(ids, width)
+        self.raw, self.ids = new, ids
+        return ids
+
+    def _changed(self, new: bytes) -> tuple[str, ...] | None:
+        """The new queue if it is the last one less up to :data:`_HEADS` heads, more a tail of
+        the workload's requests, in canonical JSON; ``None`` if it is not."""
+        old, ids, width = self.raw, self.ids, self.width
+        end = len(old) - 1  # the closing bracket
+        cut = 1
+        for heads in range(min(len(ids), _HEADS + 1)):
+            if heads:
+                cut += width[ids[heads - 1]] + 1
+            kept = end - cut
+            if new.startswith(old[cut:end], 1):
+                rest = new[1 + kept :]
+                if rest == b"]":
+                    return ids[heads:]
+                if rest[:1] != b",":
+                    return None
+                try:
+                    tail = _IDS.decode(b"[" + rest[1:])
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    return None
+                if not all(rid in width for rid in tail):
+                    return None
+                if len(rest) != _length(tail, width):  # "," and the tail, "]" for "["
+                    return None
+                return ids[heads:] + tail
+        return None
+
+
+def _length(ids: tuple[str, ...], width: dict[str, int]) -> int:
+    """The length of the canonical JSON of ``ids``, all of them the workload's."""
+    return 1 + sum(width[rid] + 1 for rid in ids) if ids else 2

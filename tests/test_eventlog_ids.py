@@ -1,0 +1,128 @@
+"""The lists of ids a version-2 line keeps as raw JSON (its queue and its decode list), and the
+check for repeated keys that spares the reader re-encoding every line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.ids import QueueReader
+from kvsched.checks.eventlog.jsonl import EventLogError
+from kvsched.checks.eventlog.writer import v2_lines
+from kvsched.reference import POLICIES
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, Request, Workload
+
+# Ids that JSON escapes, that hold the bytes the reader cuts at, or that are not ASCII.
+TRICKY = ["r0", "r1", 'q"', "a,b", "c\\", '",', "ü", "x:y", "\n", "r10", "r100", "]"]
+
+
+def written(ids: list[str], spaced: bool) -> msgspec.Raw:
+    if spaced:
+        return msgspec.Raw(json.dumps(ids, ensure_ascii=True).encode())
+    return msgspec.Raw(msgspec.json.encode(ids))
+
+
+queues = st.lists(
+    st.tuples(st.lists(st.sampled_from([*TRICKY, "stranger"]), max_size=12), st.booleans()),
+    max_size=12,
+)
+
+
+@given(queues)
+def test_the_queue_read_as_a_change_is_the_queue_decoded_whole(steps: list) -> None:
+    reader = QueueReader(TRICKY)
+    for ids, spaced in steps:
+        assert reader.read(written(ids, spaced), "line") == tuple(ids)
+        assert reader.known == all(rid in TRICKY for rid in ids)
+
+
+@given(
+    st.lists(st.sampled_from(TRICKY), min_size=1, max_size=10),
+    st.integers(0, 10),
+    st.lists(st.sampled_from(TRICKY), max_size=4),
+)
+def test_heads_admitted_and_arrivals_behind_are_read_from_the_new_bytes(
+    queue: list[str], admitted: int, arrived: list[str]
+) -> None:
+    reader = QueueReader(TRICKY)
+    reader.read(written(queue, False), "line")
+    after = [*queue[admitted:], *arrived]
+    assert reader.read(written(after, False), "line") == tuple(after)
+
+
+def test_a_tail_written_with_spaces_does_not_mislead_the_next_cut() -> None:
+    # Were the spaced tail taken as canonical, the cut for two heads would land on "a".
+    reader = QueueReader(["x", "a", "b"])
+    for raw, ids in [
+        (b'["x"]', ("x",)),
+        (b'["x",    "a","b"]', ("x", "a", "b")),
+        (b'["a","b"]', ("a", "b")),
+    ]:
+        assert reader.read(msgspec.Raw(raw), "line") == ids
+
+
+def test_a_malformed_queue_is_invalid_input_naming_the_entry() -> None:
+    reader = QueueReader(["a"])
+    reader.read(written(["a"], False), "log: line 2")
+    with pytest.raises(EventLogError, match=r"log: line 3: field 'waiting\[1\]': expected 'str'"):
+        reader.read(msgspec.Raw(b'["a",7]'), "log: line 3")
+
+
+def clean_log(tmp_path: Path) -> tuple[Path, list[dict]]:
+    requests = tuple(Request(f"r{i}", i, 3, 4) for i in range(6))
+    result = run(Workload("ids", Limits(2, 2, 12), requests), POLICIES["continuous"])
+    lines = [json.loads(line) for line in v2_lines(result, TargetProperties("continuous"))]
+    return tmp_path / "log.jsonl", lines
+
+
+def write(path: Path, lines: list[dict], raw: dict[int, str] | None = None) -> Path:
+    text = [json.dumps(line, separators=(",", ":")) for line in lines]
+    for index, line in (raw or {}).items():
+        text[index] = line
+    path.write_text("\n".join(text) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "full path"])
+def test_a_malformed_decode_list_is_invalid_input_naming_the_entry(
+    fast: bool, tmp_path: Path
+) -> None:
+    path, lines = clean_log(tmp_path)
+    index = next(
+        i for i, line in enumerate(lines) if any(op[0] == "decode" for op in line.get("ops", ()))
+    )
+    op = next(k for k, op in enumerate(lines[index]["ops"]) if op[0] == "decode")
+    lines[index]["ops"][op][1].append(3)
+    with pytest.raises(EventLogError, match=rf"line {index + 1}: field 'ops\[{op}\]\[1\]\[\d+\]'"):
+        check_stream(write(path, lines), fast=fast)
+
+
+@pytest.mark.parametrize(
+    "repeat",
+    [
+        '"free_pages":0,',  # a second free_pages, before the first
+        '"free_pages" :0,',  # with a space before its colon
+        '"waiting":["x:y"],"waiting":[],',  # a colon inside a string, and a repeated queue
+    ],
+)
+def test_a_repeated_key_is_invalid_input(repeat: str, tmp_path: Path) -> None:
+    path, lines = clean_log(tmp_path)
+    index = 3
+    text = json.dumps(lines[index], separators=(",", ":")).replace('"ops"', repeat + '"ops"', 1)
+    with pytest.raises(EventLogError, match=f"line {index + 1}"):
+        check_stream(write(path, lines, {index: text}))
+
+
+def test_colons_and_spaces_in_a_clean_log_are_not_repeated_keys(tmp_path: Path) -> None:
+    path, lines = clean_log(tmp_path)
+    spaced = [json.dumps(line, separators=(", ", " : ")) for line in lines]
+    path.write_text("\n".join(spaced) + "\n")
+    assert check_stream(path).finding is None
