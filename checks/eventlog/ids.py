@@ -108,9 +108,12 @@ class QueueReader:
                     tail = _IDS.decode(b"[" + rest[1:])
                 except (msgspec.ValidationError, msgspec.DecodeError):
                     return None
-                if not all(rid in width for rid in tail):
-                    return None
-                if len(rest) != _length(tail, width):  # "," and the tail, "]" for "["
+                length = 1  # "," and the tail, "]" for "["
+                for rid in tail:
+                    if rid not in width:
+                        return None
+                    length += width[rid] + 1
+                if len(rest) != length:
                     return None
                 return ids[heads:] + tail
         return None

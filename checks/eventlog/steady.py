@@ -24,15 +24,15 @@ from __future__ import annotations
 import msgspec
 
 from kvsched.checks.eventlog.ids import decode_ids
+from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
 from kvsched.checks.eventlog.steady_ops import SortedOps, sort_ops
-from kvsched.checks.eventlog.steady_recent import TakenLines
-from kvsched.checks.eventlog.version2 import Admit, Alloc, IterationLine, Lowering
+from kvsched.checks.eventlog.steady_recent import TakenLines, Undo
+from kvsched.checks.eventlog.version2 import Admit, Alloc, IterationLine
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.workload import pages_for
 
 
 class SteadyDecode:
@@ -107,7 +107,9 @@ class SteadyDecode:
             # Sorted, so that the order the joiners are counted in does not follow the hash seed.
             joiners = sorted(in_decode.difference(lazy)) if len(in_decode) > len(lazy) else []
             for rid in joiners:
-                if rid not in active or rid in computes or not self._may_join(rid):
+                if rid not in active or rid in computes:
+                    return None
+                if not self.counts.may_join(rid, self.lowering.tables):
                     return None
         batch = len(active) + len(admitted)
         if batch == 0 or batch > self.batch_limit or len(decoding) + len(computes) != batch:
@@ -134,7 +136,7 @@ class SteadyDecode:
             for rid in self.counts.named(clock):
                 if rid not in grown and rid not in finishes:
                     return None
-        # :meth:`_steady_after` for the decoding requests, inlined: this runs for every page a
+        # LazyCounts.steady_after for the decoding requests, inlined: this runs for every page a
         # line allocates.
         kv, generated, tables, outputs = requests.kv, requests.generated, pages.tables, self.outputs
         page_size = self.page_size
@@ -147,7 +149,7 @@ class SteadyDecode:
                 if (generated[rid] + step == outputs[rid]) != (rid in finishes):
                     return None
         for rid, amount in computes.items():
-            if not self._computes(rid, amount, grown.get(rid, 0), rid in finishes):
+            if not self.counts.computes(rid, amount, grown.get(rid, 0), rid in finishes):
                 return None
         freed = 0
         for rid in finishes:
@@ -157,50 +159,15 @@ class SteadyDecode:
                 return None
             freed += len(given)
         for rid, given in frees.items():
-            if set(given) != set(pages.tables.get(rid, ())) | _pages_of(schedule, rid):
+            owned = set(pages.tables.get(rid, ()))
+            if rid in grown:
+                owned |= _pages_of(schedule, rid)
+            if set(given) != owned:
                 return None
         if line.free_pages != pages.usable - len(pages.holders) - len(fresh) + freed:
             return None
         self._apply(line, waiting, ops, decoding, joiners)
         return tuple(finishes)
-
-    def _may_join(self, rid: str) -> bool:
-        """Whether a request of the batch may start decoding lazily: its counts agree in every
-        ledger, and each decode step adds one KV token beyond the most it held (LIVE-3, EFF-4)."""
-        requests, meter = self.requests, self.meter
-        kv, generated = requests.kv[rid], requests.generated[rid]
-        lag = requests.requests[rid].prompt_tokens + generated - kv
-        return (
-            0 <= lag <= 1
-            and self.monitor.liveness.progress.most[rid] == kv
-            and meter.kv[rid] == kv
-            and meter.most[rid] == kv
-            and meter.generated[rid] == generated
-            and len(self.lowering.tables.get(rid, ())) == len(self.pages.tables.get(rid, ()))
-        )
-
-    def _steady_after(self, rid: str, kv: int, made: int, grown: int, finishes: bool) -> bool:
-        """A decoding request ``kv`` KV and ``made`` output tokens further on: its pages cover
-        its KV minimally (PAGE-1) and it finishes exactly at its last token (REQ-2)."""
-        requests = self.requests
-        held = len(self.pages.tables.get(rid, ())) + grown
-        generated = requests.generated[rid] + made
-        if held != pages_for(requests.kv[rid] + kv, self.page_size):
-            return False
-        return (generated == requests.requests[rid].output_tokens) == finishes
-
-    def _computes(self, rid: str, amount: int, grown: int, finishes: bool) -> bool:
-        """A request computing ``amount`` tokens and producing one: DEC-3 (its KV reaches the
-        end of what exists), DEC-1 (and no further), then as :meth:`_steady_after`."""
-        requests = self.requests
-        known = requests.requests[rid].prompt_tokens + requests.generated[rid]
-        kv = requests.kv[rid] + amount
-        meter = self.meter
-        if not known <= kv <= known + 1 or meter.kv[rid] != requests.kv[rid]:
-            return False
-        if meter.generated[rid] != requests.generated[rid]:
-            return False
-        return self._steady_after(rid, amount, 1, grown, finishes)
 
     def _out_of_order(self, n: int, admitted: tuple[str, ...]) -> bool:
         """BATCH-4 as the monitor checks it (a pure check under fcfs and none)."""
@@ -223,8 +190,8 @@ class SteadyDecode:
         tables = lowering.tables
         # The batch changes only by an admission or a finish: most lines reuse the last tuple.
         batch = self.batch or tuple(lowering.batch)
-        self.taken.record(line, waiting, batch, tables, (*grown, *frees))
         self.batch = None if ops.admitted or finishes else batch
+        undo: Undo = {}  # the tables the line changes, as they were before it
         joined: dict[str, None] = {}
         holders, live = pages.holders, pages.tables
         for op in schedule:
@@ -237,7 +204,14 @@ class SteadyDecode:
                 for page in given:  # type: ignore[union-attr]
                     holders[page] = {rid}
                 live[rid] = live.get(rid, ()) + given  # type: ignore[operator]
-                tables[rid] = tables.get(rid, ()) + given  # type: ignore[operator]
+                table = tables.get(rid, ())
+                if rid not in undo:
+                    undo[rid] = table
+                tables[rid] = table + given  # type: ignore[operator]
+        for rid in frees:
+            if rid not in undo:
+                undo[rid] = tables.get(rid, ())
+        self.taken.record(line, waiting, batch, undo)
         self.clock = clock = self.clock + 1
         lazy = self.lazy
         for rid in joiners:
@@ -258,9 +232,8 @@ class SteadyDecode:
             meter.most[rid] = max(meter.most[rid], meter.kv[rid])
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts
-        for rid in (*joiners, *grown):
-            if rid in lazy and rid not in finishes:
-                counts.schedule(rid, clock)
+        if joiners or grown:
+            counts.schedule((*joiners, *grown), clock, finishes)
         counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
         # No page is shared in scope, so the pages held are the batch's distinct pages.
         if waiting and len(requests.active) < self.batch_limit:

@@ -1,4 +1,5 @@
-"""The counts of the requests the fast path (:mod:`.steady`) counts lazily, and when each is due.
+"""The counts of the requests the fast path (:mod:`.steady`) counts lazily, when each is due, and
+the rules that say a request's counts are steady.
 
 A request that decodes in every line taken in gains one KV token and one output token per line.
 Instead of counting them into the ledgers line by line, :class:`LazyCounts` notes the number of
@@ -9,8 +10,11 @@ advance (its next page boundary, or its last token); a line that names it notes 
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable, Mapping
+
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
+from kvsched.spec.workload import pages_for
 
 
 class LazyCounts:
@@ -24,12 +28,47 @@ class LazyCounts:
         self.tables = monitor.pages.tables
         self.page_size = monitor.limits.page_size
         self.outputs = {rid: r.output_tokens for rid, r in requests.requests.items()}
+        self.prompts = {rid: r.prompt_tokens for rid, r in requests.requests.items()}
         self.lazy: dict[str, int] = {}
         """Requests decoding in every line taken in, with the clock their counts are as of."""
         self.due: dict[str, int] = {}
         """When each lazy request must next be named."""
         self.dues: dict[int, list[str]] = {}
         """The requests that fell due at each clock (some since named again, and moved on)."""
+
+    def may_join(self, rid: str, lowered: Mapping[str, tuple[int, ...]]) -> bool:
+        """Whether a request of the batch may start decoding lazily: its counts agree in every
+        ledger (``lowered``: the reader's tables), and each decode step adds one KV token beyond
+        the most it held (LIVE-3, EFF-4)."""
+        kv, generated = self.kv[rid], self.generated[rid]
+        lag = self.prompts[rid] + generated - kv
+        return (
+            0 <= lag <= 1
+            and self.most[rid] == kv
+            and self.meter_kv[rid] == kv
+            and self.meter_most[rid] == kv
+            and self.meter_generated[rid] == generated
+            and len(lowered.get(rid, ())) == len(self.tables.get(rid, ()))
+        )
+
+    def computes(self, rid: str, amount: int, grown: int, finishes: bool) -> bool:
+        """A request computing ``amount`` tokens and producing one: DEC-3 (its KV reaches the
+        end of what exists), DEC-1 (and no further), then as :meth:`steady_after`."""
+        known = self.prompts[rid] + self.generated[rid]
+        kv = self.kv[rid]
+        if not known <= kv + amount <= known + 1 or self.meter_kv[rid] != kv:
+            return False
+        if self.meter_generated[rid] != self.generated[rid]:
+            return False
+        return self.steady_after(rid, amount, 1, grown, finishes)
+
+    def steady_after(self, rid: str, kv: int, made: int, grown: int, finishes: bool) -> bool:
+        """A request ``kv`` KV and ``made`` output tokens further on, ``grown`` pages more: its
+        pages cover its KV minimally (PAGE-1) and it finishes exactly at its last token (REQ-2)."""
+        held = len(self.tables.get(rid, ())) + grown
+        if held != pages_for(self.kv[rid] + kv, self.page_size):
+            return False
+        return (self.generated[rid] + made == self.outputs[rid]) == finishes
 
     def named(self, clock: int) -> list[str]:
         """The requests a line at ``clock`` must name."""
@@ -50,18 +89,23 @@ class LazyCounts:
             self.meter_most[rid] = meter_kv[rid]
         self.lazy[rid] = clock
 
-    def schedule(self, rid: str, clock: int) -> None:
-        """Note when ``rid``, its counts unchanged since it was named at ``clock``, next falls
-        due: the line it needs a page more in, or the line of its last token."""
-        steps = clock - self.lazy[rid]
-        kv = self.kv[rid] + steps
-        boundary = len(self.tables.get(rid, ())) * self.page_size - kv + 1
-        due = clock + min(boundary, self.outputs[rid] - self.generated[rid] - steps)
-        self.due[rid] = due
-        if due in self.dues:
-            self.dues[due].append(rid)
-        else:
-            self.dues[due] = [rid]
+    def schedule(self, named: Iterable[str], clock: int, finishing: Container[str]) -> None:
+        """Note when each lazy request of ``named`` but the ``finishing``, its counts unchanged
+        since it was named at ``clock``, next falls due: the line it needs a page more in, or
+        the line of its last token."""
+        lazy, kv, generated, outputs = self.lazy, self.kv, self.generated, self.outputs
+        tables, page_size, due, dues = self.tables, self.page_size, self.due, self.dues
+        for rid in named:
+            if rid not in lazy or rid in finishing:
+                continue
+            steps = clock - lazy[rid]
+            boundary = len(tables.get(rid, ())) * page_size - kv[rid] - steps + 1
+            when = clock + min(boundary, outputs[rid] - generated[rid] - steps)
+            due[rid] = when
+            if when in dues:
+                dues[when].append(rid)
+            else:
+                dues[when] = [rid]
 
     def forget(self, rid: str) -> None:
         """``rid`` finished, its counts brought in."""

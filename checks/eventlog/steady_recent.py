@@ -9,9 +9,9 @@ only when the full path takes over: from the live tables, undoing the newest lin
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 
-from kvsched.checks.eventlog.version2 import IterationLine, Lowering
+from kvsched.checks.eventlog.lowering import Lowering
+from kvsched.checks.eventlog.version2 import IterationLine
 from kvsched.checks.monitor.runtime import RECENT
 from kvsched.spec.events import IterationEvent
 
@@ -28,16 +28,10 @@ class TakenLines:
         self.lines: deque[Taken] = deque(maxlen=RECENT)
 
     def record(
-        self,
-        line: IterationLine,
-        waiting: tuple[str, ...],
-        batch: tuple[str, ...],
-        tables: dict[str, tuple[int, ...]],
-        touched: Iterable[str],
+        self, line: IterationLine, waiting: tuple[str, ...], batch: tuple[str, ...], undo: Undo
     ) -> None:
-        """Before ``line`` (its queue ``waiting``) moves the batch (``batch`` before it) and
-        ``tables`` of ``touched``."""
-        undo = {rid: tables.get(rid, ()) for rid in touched}
+        """``line`` (its queue ``waiting``), taken in: the batch was ``batch`` before it, and
+        the tables it changed were ``undo``."""
         self.lines.append((line, waiting, batch, undo))
 
     def replay(self, lowering: Lowering) -> list[IterationEvent]:

@@ -13,9 +13,10 @@ from pathlib import Path
 from kvsched.checks.eventlog.header import LogHeader, parse_header
 from kvsched.checks.eventlog.ids import QueueReader
 from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
+from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.version1 import FaultLine, decode_v1
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine, Lowering
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 
@@ -64,9 +65,9 @@ class LogReader:
         queue (its number checked, its queue of known requests), before it is lowered. If it
         takes the line in, it returns the requests the line finished, and no event is made of
         the line."""
-        lowering, queue = self.lowering, self._queue
+        lowering, queue, name = self.lowering, self._queue, str(self.path)
         for number, line in self._lines:
-            where = f"{self.path}: line {number}"
+            where = f"{name}: line {number}"  # the one text made for a line that is not wrong
             if self.fault is not None:
                 raise EventLogError(f"{where}: nothing may follow the fault line")
             decoded: IterationEvent | SchedulerFault

@@ -119,9 +119,13 @@ class Monitor:
                 f"{self.iteration + 1}, got {iteration}"
             )
         self.iteration = iteration
-        first = self.requests.next_arrival
-        self.requests.arrive(iteration)  # 3.1: bookkeeping; arriving breaks nothing
-        self.arrivals = [r.id for r in self.requests.arrivals[first : self.requests.next_arrival]]
+        requests = self.requests
+        first = requests.next_arrival
+        requests.arrive(iteration)  # 3.1: bookkeeping; arriving breaks nothing
+        if requests.next_arrival == first:  # most iterations: nobody arrives
+            self.arrivals = []
+            return
+        self.arrivals = [r.id for r in requests.arrivals[first : requests.next_arrival]]
         for rid in self.arrivals:
             self.order.waiting(rid)
 
