@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from contextlib import ExitStack
-from fractions import Fraction
 from pathlib import Path
 from typing import IO, BinaryIO, TextIO
 
@@ -27,36 +26,25 @@ from kvsched.spec.workload import Limits, Request, Workload, arrival_order, work
 BATCH, PAGE = 40, 16
 
 
-SATURATED = Fraction(10, 3)
-"""Iterations between arrivals that keep 40 slots full: about what they serve, so the queue
-grows through the run (to about 300 requests by iteration 10^5)."""
-BOUNDED = Fraction(7, 2)
-"""Iterations between arrivals a little under what 40 slots serve: the queue stays short, so a
-log of 10^6 iterations has the lines of one of 10^5."""
-
-
-def busy_workload(iterations: int, spacing: Fraction = SATURATED) -> Workload:
-    """Requests of 40 to 230 output tokens, one every ``spacing`` iterations."""
+def busy_workload(iterations: int) -> Workload:
+    """Requests of 40 to 230 output tokens arriving fast enough to keep 40 slots full."""
     requests = []
     budget = iterations * BATCH  # output tokens 40 slots produce in ``iterations``
     n = 0
     while budget > 0:
         output = 40 + (n * 37) % 191
         prompt = 16 + (n * 53) % 300
-        arrival = n * spacing.numerator // spacing.denominator
-        requests.append(Request(f"r{n}", arrival, prompt, output))
+        requests.append(Request(f"r{n}", n * 10 // 3, prompt, output))
         budget -= output
         n += 1
     pool = BATCH * ((316 + 231) // PAGE + 1)
     return Workload("busy", Limits(BATCH, PAGE, pool), tuple(requests))
 
 
-def write_logs(
-    directory: Path, iterations: int, version_1: bool = True, spacing: Fraction = SATURATED
-) -> dict[str, Path]:
+def write_logs(directory: Path, iterations: int, version_1: bool = True) -> dict[str, Path]:
     """Record one run as ``v1.jsonl`` (unless not ``version_1``), ``v2.jsonl`` and
     ``v2.jsonl.gz`` in ``directory``."""
-    workload = busy_workload(iterations, spacing)
+    workload = busy_workload(iterations)
     properties = TargetProperties(policy="continuous")
     paths = {name: directory / name for name in ("v1.jsonl", "v2.jsonl", "v2.jsonl.gz")}
     with ExitStack() as files:
@@ -104,7 +92,5 @@ def _record(
 
 
 if __name__ == "__main__":
-    # python -m benchmarks.logs DIRECTORY ITERATIONS [saturated|bounded]: version 2 only
-    spacings = {"saturated": SATURATED, "bounded": BOUNDED}
-    spacing = spacings[sys.argv[3]] if len(sys.argv) > 3 else SATURATED
-    write_logs(Path(sys.argv[1]), int(sys.argv[2]), version_1=False, spacing=spacing)
+    # python -m benchmarks.logs DIRECTORY ITERATIONS: the version-2 logs, plain and gzip
+    write_logs(Path(sys.argv[1]), int(sys.argv[2]), version_1=False)

@@ -1,7 +1,8 @@
 """Time one way of reading a log, by hand: ``python benchmarks/read_log.py LOG MODE``.
 
-``decode``: decode every line with msgspec, as the fast path gets it. ``read``: decode and lower
-every line, no monitor. ``check``: read and check, streaming, as
+``decode``: decode every line with msgspec, as the fast path gets it. ``stream``: the streaming
+reader with every line taken in unchecked (its queue read, no event made): the fast path's floor.
+``read``: decode and lower every line, no monitor. ``check``: read and check, streaming, as
 ``kvsched check`` does (the fast path where it applies). ``full``: the same without the fast path.
 ``monitor``: the monitor alone over events read into memory first. Prints
 iterations per CPU second and the peak resident memory. Not an asv benchmark (see eventlog.py).
@@ -18,7 +19,7 @@ from pathlib import Path
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.stream import LogReader
-from kvsched.checks.eventlog.version2 import DECODER
+from kvsched.checks.eventlog.version2 import DECODER, line_keys
 from kvsched.checks.monitor.runtime import Monitor
 
 
@@ -28,6 +29,11 @@ def main(path: str, mode: str) -> None:
         iterations = check_stream(path, fast=mode == "check").iterations
     elif mode == "decode":
         iterations = sum(1 for _ in _decoded(Path(path)))
+    elif mode == "stream":
+        reader = LogReader(path)
+        for _ in reader.events(lambda line, waiting: ()):
+            pass  # every line is taken in: nothing is yielded
+        iterations = reader.iterations
     elif mode == "read":
         iterations = sum(1 for _ in LogReader(path).events())
     else:
@@ -47,7 +53,7 @@ def main(path: str, mode: str) -> None:
 def _decoded(path: Path) -> Iterator[object]:
     for number, line in numbered_lines(path):
         if number > 1:
-            yield decode_line(DECODER, line, "")
+            yield decode_line(DECODER, line, "", line_keys)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from kvsched.checks.eventlog.ids import QueueReader
 from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
-from kvsched.checks.eventlog.version1 import FaultLine, decode_v1
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine
+from kvsched.checks.eventlog.version1 import decode_v1
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine, line_keys
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 
@@ -74,7 +74,7 @@ class LogReader:
             if lowering is None:
                 decoded = decode_v1(line, where)
             else:
-                read = decode_line(DECODER, line, where, _keys)
+                read = decode_line(DECODER, line, where, line_keys)
                 if isinstance(read, IterationLine):
                     waiting = queue.read(read.waiting, where)
                     if (
@@ -116,7 +116,3 @@ class LogReader:
                 "(it is all or nothing, and required when the target declares "
                 "chunked prefill, preemption or prefix sharing)"
             )
-
-
-def _keys(line: IterationLine | FaultLine) -> int | None:
-    return line.keys() if isinstance(line, IterationLine) else None
