@@ -1,0 +1,61 @@
+"""The log-reading benchmarks' own code on a short log: the logs they write check clean, every
+mode of benchmarks/read_log.py reads every iteration, and the asv figures come out.
+
+``benchmarks`` is asv's folder, not part of the installed package, so it runs here as asv and a
+reader run it: in a Python started in the project's root.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kvsched.checks.eventlog.check import check_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("decode", "stream", "read", "check", "full", "monitor")
+
+SCRIPT = """
+import contextlib, io, json, sys
+from pathlib import Path
+from benchmarks import read_log
+from benchmarks.eventlog import EventLogCheck
+from benchmarks.logs import write_logs
+
+folder = Path(sys.argv[1])
+write_logs(folder, 600)
+out = {}
+for mode in sys.argv[2:]:
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        read_log.main(str(folder / "v2.jsonl.gz"), mode)
+    out[mode] = printed.getvalue()
+bench = EventLogCheck()
+out["ips"] = bench.track_iterations_per_second(str(folder), "v2.jsonl")
+out["share"] = bench.track_fast_share(str(folder), "v2.jsonl.gz")
+out["ratio"] = bench.track_ratio_to_monitor(str(folder), "v2.jsonl")
+print(json.dumps(out))
+"""
+
+
+def test_the_benchmark_logs_and_figures(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), *MODES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    checked = {name: check_stream(tmp_path / name) for name in ("v1.jsonl", "v2.jsonl")}
+    assert all(c.finding is None for c in checked.values()), checked
+    iterations = checked["v1.jsonl"].iterations
+    assert checked["v2.jsonl"].iterations == iterations
+    assert checked["v2.jsonl"].fast_lines == iterations
+    assert checked["v1.jsonl"].efficiency == checked["v2.jsonl"].efficiency
+    for mode in MODES:
+        assert figures[mode].startswith(f"{mode}: {iterations} iterations, "), figures[mode]
+    assert figures["ips"] > 0 and figures["ratio"] > 0
+    assert figures["share"] == 1.0
