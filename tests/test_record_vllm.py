@@ -6,16 +6,19 @@ a step of their own after installing it. Without vLLM, the command exits 2 namin
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import importlib.util
 from pathlib import Path
 
 import pytest
 
+from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
 from kvsched.checks.record.base import RecordOptions
 from kvsched.cli import main
-from kvsched.reference.families import generate
-from kvsched.spec.workload import load_workload
+from kvsched.reference.families import FAMILIES, generate
+from kvsched.spec.workload import Workload, load_workload, peak_pages
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "vllm"
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None
@@ -58,3 +61,55 @@ def test_vllm_logs_of_generated_workloads_check_clean(family: str, tmp_path: Pat
     log = tmp_path / "run.jsonl.gz"
     record_log("vllm", generate(family, 60, 3), log, RecordOptions(token_budget=128))
     assert check_log(log) is None
+
+
+def crowded(workload: Workload, shrink: int = 1, batch_limit: int | None = None) -> Workload:
+    """``workload`` with three prefix groups (three requests in four share their group's first
+    48 prompt tokens, or the whole prompt if shorter), its pool ``shrink`` times smaller (still
+    room for its largest request and vLLM's null block) and, if given, another batch limit."""
+    requests = tuple(
+        dataclasses.replace(r, prefix_group=f"g{i % 3}", prefix_tokens=min(48, r.prompt_tokens))
+        if i % 4 != 3 and r.prompt_tokens
+        else r
+        for i, r in enumerate(workload.requests)
+    )
+    limits = workload.limits
+    largest = max(peak_pages(r, limits.page_size) for r in requests)
+    limits = dataclasses.replace(
+        limits,
+        pool_pages=max(largest + 1, limits.pool_pages // shrink),
+        batch_limit=batch_limit or limits.batch_limit,
+    )
+    return dataclasses.replace(workload, requests=requests, limits=limits)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_vllm_preempting_and_sharing_prefixes_checks_clean(family: str, tmp_path: Path) -> None:
+    # 300 requests of each family, a third of the pool: the tight families preempt by the
+    # dozen, and every family hits the prefix cache.
+    from kvsched.checks.record.registry import record_log
+
+    log = tmp_path / "run.jsonl.gz"
+    record_log("vllm", crowded(generate(family, 300, 3), 3), log, RecordOptions(512))
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)
+    with gzip.open(log, "rt") as lines:
+        text = lines.read()
+    assert '"share"' in text
+    assert "tight" not in family or '"preempt"' in text
+
+
+@pytest.mark.vllm
+def test_a_block_that_ends_a_shared_prompt_is_the_requests_own(tmp_path: Path) -> None:
+    # r874 and r877 share a 31-token prompt, so their second block holds the last 15 of it and
+    # their first output token. Were every output token the same, r877 (preempted, then
+    # recomputed) would rightly hit r874's second block, which the workload says it does not
+    # share: PAGE-6 at iteration 343, as a 256-slot sweep found.
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate("poisson-heavy-tight", 1000, 4), batch_limit=256)
+    log = tmp_path / "run.jsonl.gz"
+    record_log("vllm", workload, log, RecordOptions(4096))
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)

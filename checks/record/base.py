@@ -67,5 +67,14 @@ def prompt_tokens(request: Request) -> list[int]:
     return tokens
 
 
+def output_token(request_id: str, position: int) -> int:
+    """The fake token a request samples at ``position`` of its sequence: its own run of ids,
+    continued past the prompt. So no cache block beyond a declared prefix ever matches another
+    request's. One token for every request would break that: two requests whose shared prompt
+    ends inside a block would fill the rest of it alike, and an engine would rightly share a
+    block the workload says they do not (PAGE-6 would then accuse a correct engine)."""
+    return _start(request_id) + position
+
+
 def _start(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=6).digest(), "big")

@@ -3,9 +3,10 @@
 The scheduler is vLLM's, unmodified, built as vLLM's own scheduler tests build it: a tiny model
 config read from a local ``config.json`` (no weights, no tokenizer, no hub), one full-attention
 KV cache group of ``pool_pages`` blocks of ``page_size`` tokens, prefix caching on, FCFS. Only
-the model is faked: after each ``schedule()`` the step "samples" token 1 for every request whose
-computed tokens reach its prompt and output so far, and ``update_from_output()`` takes it as a
-model runner's output. ``max_tokens`` with ``ignore_eos`` ends each request at its output length.
+the model is faked: after each ``schedule()`` the step "samples" a token for every request whose
+computed tokens reach its prompt and output so far (its own, :func:`~.base.output_token`), and
+``update_from_output()`` takes it as a model runner's output. ``max_tokens`` with ``ignore_eos``
+ends each request at its output length.
 
 What the log says is read from vLLM's state around each call, not from a model of vLLM: the
 block ids of each request before and after ``schedule()``, its ``num_computed_tokens`` and status,
@@ -39,7 +40,7 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.checks.eventlog.writer import LogWriter
-from kvsched.checks.record.base import RecorderError, RecordOptions, prompt_tokens
+from kvsched.checks.record.base import RecorderError, RecordOptions, output_token, prompt_tokens
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload, pages_for
 
@@ -138,7 +139,8 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         tables = {rid: _blocks(manager, rid) for rid in scheduled}
         sampled = [rid for rid in scheduled if _samples(scheduler.requests[rid])]
         ops += [Token(rid) for rid in sampled]
-        scheduler.update_from_output(output, _runner_output(vllm, scheduled, sampled))
+        tokens = {rid: output_token(rid, scheduler.requests[rid].num_tokens) for rid in sampled}
+        scheduler.update_from_output(output, _runner_output(vllm, scheduled, tokens))
         done = [rid for rid in scheduled if rid not in scheduler.requests]
         ops += [Finish(rid) for rid in done]
         ops += [Free(rid, tables[rid]) for rid in done if tables[rid]]
@@ -253,11 +255,14 @@ def _vllm_request(vllm: SimpleNamespace, request: Any, hasher: Any) -> Any:
     )
 
 
-def _runner_output(vllm: SimpleNamespace, scheduled: dict[str, int], sampled: list[str]) -> Any:
+def _runner_output(
+    vllm: SimpleNamespace, scheduled: dict[str, int], sampled: dict[str, int]
+) -> Any:
+    """A model runner's output: the token each request of ``sampled`` produced, none for the
+    others (a chunk short of the prompt's end)."""
     ids = list(scheduled)
-    chosen = set(sampled)
     return vllm.ModelRunnerOutput(
         req_ids=ids,
         req_id_to_index={rid: i for i, rid in enumerate(ids)},
-        sampled_token_ids=[[1] if rid in chosen else [] for rid in ids],
+        sampled_token_ids=[[sampled[rid]] if rid in sampled else [] for rid in ids],
     )
