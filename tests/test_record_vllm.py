@@ -113,3 +113,19 @@ def test_a_block_that_ends_a_shared_prompt_is_the_requests_own(tmp_path: Path) -
     record_log("vllm", workload, log, RecordOptions(4096))
     checked = check_stream(log, all_findings=True)
     assert checked.finding is None, (checked.finding, checked.later)
+
+
+@pytest.mark.vllm
+def test_an_admission_may_hit_a_block_given_to_the_batch_in_the_same_schedule(
+    tmp_path: Path,
+) -> None:
+    # In iteration 5, vLLM gives r2 (mid-prefill) its second block, then admits r5 of the same
+    # prefix group, which hits that block. Written admissions first, the log gave r2 a page r5
+    # already held: PAGE-2, found by a 128-slot sweep.
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate("bursty-short-roomy", 600, 5), 2, batch_limit=128)
+    log = tmp_path / "run.jsonl.gz"
+    record_log("vllm", workload, log, RecordOptions(128))
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)

@@ -11,9 +11,10 @@ ends each request at its output length.
 What the log says is read from vLLM's state around each call, not from a model of vLLM: the
 block ids of each request before and after ``schedule()``, its ``num_computed_tokens`` and status,
 the waiting queue's order, ``get_num_free_blocks()``. Preemptions are written first (tail of the
-running queue first, as vLLM pops them), with the blocks each held when the step began, then the
-admissions in waiting-queue order, then every table's new blocks. vLLM frees blocks before it
-allocates in one ``schedule()``, so this order is the one it followed; what it cannot show is a
+running queue first, as vLLM pops them), with the blocks each held when the step began, then
+every running request's new blocks, then the admissions in waiting-queue order. vLLM schedules
+its running requests before its waiting ones, and writing a preemption early only frees blocks
+sooner, so no block is handed out here before vLLM had it free; what it cannot show is a
 block handed out and taken back within one ``schedule()`` (a request preempted after it was given
 blocks in the same step), which never reaches a step.
 """
@@ -117,6 +118,13 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         for rid in preempted:
             ops += [Preempt(rid), Free(rid, before[rid])]
         scheduled = output.num_scheduled_tokens
+        # vLLM schedules the running before the waiting: an admission may hit a block that a
+        # running request was given in this very schedule (and computes in this step).
+        for rid in scheduled:
+            if rid in before:
+                grown = _blocks(manager, rid)[len(before[rid]) :]
+                if grown:
+                    ops.append(Alloc(rid, grown))
         admitted = sorted((rid for rid in scheduled if rid not in before), key=queue.__getitem__)
         hits: dict[str, int] = {}
         for rid in admitted:
@@ -129,11 +137,6 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
                 ops.append(Share(rid, shared))
             if blocks[len(shared) :]:
                 ops.append(Alloc(rid, blocks[len(shared) :]))
-        for rid in scheduled:
-            if rid in before:
-                grown = _blocks(manager, rid)[len(before[rid]) :]
-                if grown:
-                    ops.append(Alloc(rid, grown))
         ops += [Cache(rid, hit) for rid, hit in hits.items() if hit]
         ops += [Compute(rid, n) for rid, n in scheduled.items()]
         tables = {rid: _blocks(manager, rid) for rid in scheduled}
