@@ -129,3 +129,29 @@ def test_an_admission_may_hit_a_block_given_to_the_batch_in_the_same_schedule(
     record_log("vllm", workload, log, RecordOptions(128))
     checked = check_stream(log, all_findings=True)
     assert checked.finding is None, (checked.finding, checked.later)
+
+
+SWEEP = [  # (requests, batch limit, pool divided by, token budget, seed)
+    (400, 32, 3, 64, 8),
+    (600, 128, 2, 128, 5),
+    (600, 128, 6, 1024, 6),
+    (1000, 256, 2, 4096, 7),
+]
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize(("size", "batch", "shrink", "budget", "seed"), SWEEP)
+def test_vllm_sweep_checks_clean(
+    family: str, size: int, batch: int, shrink: int, budget: int, seed: int, tmp_path: Path
+) -> None:
+    # Where the two recorder defects above were found: many requests, many slots, a pool
+    # small enough to preempt, and prefix groups.
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate(family, size, seed), shrink, batch_limit=batch)
+    log = tmp_path / "run.jsonl.gz"
+    record_log("vllm", workload, log, RecordOptions(budget))
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)
