@@ -103,7 +103,7 @@ class IterationLine(
     ops: tuple[Operation, ...]
     free_pages: Count
     waiting: msgspec.Raw = NO_QUEUE
-    """The queue's JSON, a list of ids: :class:`~.queue.QueueReader` decodes it, mostly from
+    """The queue's JSON, a list of ids: :class:`~.ids.QueueReader` decodes it, mostly from
     the last line's (empty: the field is absent, an empty queue)."""
     tables: Pages | None = None
 
