@@ -1,11 +1,16 @@
 """Reading and checking recorded event logs: iterations per second and peak memory.
 
-A log of 10^5 iterations of the reference continuous scheduler with about 40 active requests and
-pages of 16 tokens (:mod:`benchmarks.logs`), in version 2, plain and gzip. ``kvsched check`` takes
+:class:`EventLogCheck`: a log of 10^5 iterations of the reference continuous scheduler with about
+40 active requests and pages of 16 tokens (:mod:`benchmarks.logs`), in version 2, plain and gzip. ``kvsched check`` takes
 such a log through the fast path (checks/eventlog/steady.py) wherever it applies, so these figures
 are the fast path's; ``track_fast_share`` says how much of the log it took. Times are process CPU
 seconds (``timer = time.process_time``): on shared cores the wall clock also measures the
 neighbours. Information, not a gate.
+
+:class:`EngineLogCheck`: a log of 2 x 10^4 iterations of the reference engine scheduler as vLLM v1
+is designed, 64 slots, prefix caching and preemption (:func:`benchmarks.logs.write_engine_log`).
+The fast path declines such a log (prefix sharing and a token budget are outside its scope), so
+these are the full path's figures, as for every log ``kvsched record vllm`` writes.
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from benchmarks.logs import write_logs
+from benchmarks.logs import write_engine_log, write_logs
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.runtime import Monitor
 
 LOGS = ("v2.jsonl", "v2.jsonl.gz")
 ITERATIONS = 100_000
+ENGINE_ITERATIONS = 20_000
 PREFIX = 20_000
 """Iterations the monitor-alone comparison holds in memory."""
 
@@ -81,6 +87,28 @@ class EventLogCheck:
         return checked.fast_lines / checked.iterations
 
     track_fast_share.unit = "share"  # type: ignore[attr-defined]
+
+
+class EngineLogCheck:
+    """``kvsched check engine.jsonl``'s work on a log the full path judges line by line."""
+
+    timeout = 1800
+    timer = time.process_time
+    number = 1
+    repeat = 1
+
+    def setup_cache(self) -> str:
+        return str(write_engine_log(Path("engine.jsonl").resolve(), ENGINE_ITERATIONS))
+
+    def peakmem_check(self, log: str) -> None:
+        _clean(Path(log))
+
+    def track_iterations_per_second(self, log: str) -> float:
+        started = time.process_time()
+        iterations = _clean(Path(log))
+        return iterations / (time.process_time() - started)
+
+    track_iterations_per_second.unit = "iterations/s"  # type: ignore[attr-defined]
 
 
 def _head(path: Path, into: Path, lines: int) -> None:

@@ -1,25 +1,32 @@
-"""Event logs for the reading benchmarks: a long run of the reference continuous scheduler.
+"""Event logs for the reading benchmarks: long runs of the reference schedulers.
 
-The run is streamed from the engine's loop (``SchedulerDriver.step``) straight to disk, in both
-versions, so making a log of 10^5 iterations holds one iteration at a time. The workload keeps
-about 40 requests active with pages of 16 tokens, the shape of a busy serving engine.
+Each run is streamed from the engine's loop (``SchedulerDriver.step``) straight to disk, so making
+a log of 10^5 iterations holds one iteration at a time.
+
+- :func:`write_logs`: the continuous scheduler, about 40 requests active with pages of 16 tokens,
+  the shape of a busy serving engine; the fast path (checks/eventlog/steady.py) takes it in.
+- :func:`write_engine_log`: the engine scheduler as vLLM v1 is designed (a token budget, chunked
+  prefill, preemption, prefix caching, the null block), 64 slots, three prefix groups and a pool
+  that preempts now and then: the full path judges every line, as for a recorded vLLM log.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, BinaryIO, TextIO
+from typing import IO, AnyStr, TextIO
 
 from kvsched.checks.eventlog.lines import LOG_FORMAT, event_json
 from kvsched.checks.eventlog.version2 import ENCODER, IterationLine, queue_json
 from kvsched.checks.eventlog.writer import header_line, ops_of
 from kvsched.reference import ContinuousScheduler
-from kvsched.reference.engine import SchedulerDriver
+from kvsched.reference.engine import SchedulerDriver, SchedulerFactory
+from kvsched.reference.engine_scheduler import EngineScheduler
+from kvsched.reference.engine_scheduler.config import VLLM_V1
 from kvsched.spec.properties import TargetProperties, properties_to_json
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order, workload_to_json
 
@@ -41,6 +48,41 @@ def busy_workload(iterations: int) -> Workload:
     return Workload("busy", Limits(BATCH, PAGE, pool), tuple(requests))
 
 
+ENGINE_BATCH, ENGINE_BUDGET = 64, 512
+ENGINE = replace(VLLM_V1, token_budget=ENGINE_BUDGET)
+
+
+def engine_workload(iterations: int) -> Workload:
+    """Requests arriving fast enough to keep 64 slots full, three in four of them in one of three
+    prefix groups (sharing up to 48 prompt tokens), over a pool of two fifths of their peak:
+    one iteration in about fifteen preempts."""
+    requests = []
+    budget = iterations * ENGINE_BATCH
+    n = 0
+    while budget > 0:
+        output = 40 + (n * 37) % 191
+        prompt = 16 + (n * 53) % 300
+        group = f"g{n % 3}" if n % 4 != 3 else ""
+        prefix = min(48, prompt) if group else 0
+        requests.append(Request(f"r{n}", n * 21 // 10, prompt, output, group, prefix))
+        budget -= output
+        n += 1
+    pool = ENGINE_BATCH * ((316 + 231) // PAGE + 1) * 2 // 5
+    return Workload("engine", Limits(ENGINE_BATCH, PAGE, pool), tuple(requests))
+
+
+def write_engine_log(path: Path, iterations: int) -> Path:
+    """Record the engine scheduler's run as a version-2 log at ``path`` (.gz: gzip)."""
+    workload = engine_workload(iterations)
+    with gzip.open(path, "wb") if path.suffix == ".gz" else path.open("wb") as log:
+        _record(workload, ENGINE.properties(), _engine, (), (log,))
+    return path
+
+
+def _engine(limits: Limits) -> EngineScheduler:
+    return EngineScheduler(limits, ENGINE)
+
+
 def write_logs(directory: Path, iterations: int, version_1: bool = True) -> dict[str, Path]:
     """Record one run as ``v1.jsonl`` (unless not ``version_1``), ``v2.jsonl`` and
     ``v2.jsonl.gz`` in ``directory``."""
@@ -48,17 +90,22 @@ def write_logs(directory: Path, iterations: int, version_1: bool = True) -> dict
     properties = TargetProperties(policy="continuous")
     paths = {name: directory / name for name in ("v1.jsonl", "v2.jsonl", "v2.jsonl.gz")}
     with ExitStack() as files:
-        v1_path = paths["v1.jsonl"] if version_1 else Path(os.devnull)
-        v1 = files.enter_context(v1_path.open("w", encoding="utf-8"))
+        v1 = files.enter_context(paths["v1.jsonl"].open("w", encoding="utf-8"))
         v2 = files.enter_context(paths["v2.jsonl"].open("wb"))
         v2z = files.enter_context(gzip.open(paths["v2.jsonl.gz"], "wb"))
-        _record(workload, properties, v1, v2, v2z)
+        _record(workload, properties, ContinuousScheduler, (v1,) if version_1 else (), (v2, v2z))
     return paths
 
 
 def _record(
-    workload: Workload, properties: TargetProperties, v1: TextIO, v2: BinaryIO, v2z: IO[bytes]
+    workload: Workload,
+    properties: TargetProperties,
+    factory: SchedulerFactory,
+    v1: tuple[TextIO, ...],
+    v2: tuple[IO[bytes], ...],
 ) -> None:
+    """Run ``factory``'s scheduler over ``workload`` and write each line to every log of each
+    version as it comes."""
     header1 = {
         "type": "header",
         "format": LOG_FORMAT,
@@ -66,12 +113,10 @@ def _record(
         "workload": workload_to_json(workload),
         "target": properties_to_json(properties),
     }
-    v1.write(json.dumps(header1) + "\n")
-    head = header_line(workload, properties).encode() + b"\n"
-    v2.write(head)
-    v2z.write(head)
+    _write(v1, json.dumps(header1) + "\n")
+    _write(v2, header_line(workload, properties).encode() + b"\n")
     prompts = {r.id: r.prompt_tokens for r in workload.requests}
-    driver = SchedulerDriver(ContinuousScheduler, workload.limits)
+    driver = SchedulerDriver(factory, workload.limits, properties)
     arrivals = arrival_order(workload.requests)
     taken, finished, iteration = 0, 0, 0
     while finished < len(workload.requests):
@@ -80,17 +125,25 @@ def _record(
         while taken < len(arrivals) and arrivals[taken].arrival < iteration:
             taken += 1
         event = driver.step(iteration, arrivals[first:taken])
-        assert not hasattr(event, "call"), event  # the reference scheduler never faults
+        assert not hasattr(event, "call"), event  # the reference schedulers never fault
         finished += len(event.finished)  # type: ignore[union-attr]
-        v1.write(json.dumps(event_json(event)) + "\n")  # type: ignore[arg-type]
+        if v1:
+            _write(v1, json.dumps(event_json(event)) + "\n")  # type: ignore[arg-type]
         ops = tuple(ops_of(event, prompts))  # type: ignore[arg-type]
         # The queue is written as the engine reports it: BATCH-4 judges fcfs admissions by it.
         waiting = queue_json(tuple(event.waiting))  # type: ignore[union-attr]
-        line = ENCODER.encode(IterationLine(iteration, ops, event.free_pages, waiting)) + b"\n"  # type: ignore[union-attr]
-        v2.write(line)
-        v2z.write(line)
+        line = IterationLine(iteration, ops, event.free_pages, waiting)  # type: ignore[union-attr]
+        _write(v2, ENCODER.encode(line) + b"\n")
+
+
+def _write(logs: tuple[IO[AnyStr], ...], line: AnyStr) -> None:
+    for log in logs:
+        log.write(line)
 
 
 if __name__ == "__main__":
-    # python -m benchmarks.logs DIRECTORY ITERATIONS: the version-2 logs, plain and gzip
-    write_logs(Path(sys.argv[1]), int(sys.argv[2]), version_1=False)
+    # python -m benchmarks.logs DIRECTORY ITERATIONS: the version-2 logs, plain and gzip, and
+    # the engine scheduler's log (engine.jsonl)
+    directory, iterations = Path(sys.argv[1]), int(sys.argv[2])
+    write_logs(directory, iterations, version_1=False)
+    write_engine_log(directory / "engine.jsonl", iterations)

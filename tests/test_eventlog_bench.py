@@ -1,5 +1,6 @@
 """The log-reading benchmarks' own code on a short log: the logs they write check clean, every
-mode of benchmarks/read_log.py reads every iteration, and the asv figures come out.
+mode of benchmarks/read_log.py reads every iteration, and the asv figures come out (the engine
+scheduler's log, which the full path judges, preempts).
 
 ``benchmarks`` is asv's folder, not part of the installed package, so it runs here as asv and a
 reader run it: in a Python started in the project's root.
@@ -21,8 +22,8 @@ SCRIPT = """
 import contextlib, io, json, sys
 from pathlib import Path
 from benchmarks import read_log
-from benchmarks.eventlog import EventLogCheck
-from benchmarks.logs import write_logs
+from benchmarks.eventlog import EngineLogCheck, EventLogCheck
+from benchmarks.logs import write_engine_log, write_logs
 
 folder = Path(sys.argv[1])
 write_logs(folder, 600)
@@ -35,6 +36,8 @@ bench = EventLogCheck()
 out["ips"] = bench.track_iterations_per_second(str(folder), "v2.jsonl")
 out["share"] = bench.track_fast_share(str(folder), "v2.jsonl.gz")
 out["ratio"] = bench.track_ratio_to_monitor(str(folder), "v2.jsonl")
+engine = write_engine_log(folder / "engine.jsonl", 400)
+out["engine"] = EngineLogCheck().track_iterations_per_second(str(engine))
 print(json.dumps(out))
 """
 
@@ -59,3 +62,7 @@ def test_the_benchmark_logs_and_figures(tmp_path: Path) -> None:
         assert figures[mode].startswith(f"{mode}: {iterations} iterations, "), figures[mode]
     assert figures["ips"] > 0 and figures["ratio"] > 0
     assert figures["share"] == 1.0
+    engine = check_stream(tmp_path / "engine.jsonl", all_findings=True)
+    assert engine.finding is None, (engine.finding, engine.later)
+    assert engine.fast_lines == 0 and figures["engine"] > 0  # the full path's figure
+    assert engine.efficiency is not None and engine.efficiency.preemptions > 0
