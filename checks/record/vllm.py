@@ -33,12 +33,14 @@ from kvsched.checks.eventlog.version2 import (
     Alloc,
     Cache,
     Compute,
+    Decode,
     Finish,
     Free,
     Operation,
     Preempt,
     Share,
     Token,
+    ids_json,
 )
 from kvsched.checks.eventlog.writer import LogWriter
 from kvsched.checks.record.base import RecorderError, RecordOptions, output_token, prompt_tokens
@@ -138,10 +140,14 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             if blocks[len(shared) :]:
                 ops.append(Alloc(rid, blocks[len(shared) :]))
         ops += [Cache(rid, hit) for rid, hit in hits.items() if hit]
-        ops += [Compute(rid, n) for rid, n in scheduled.items()]
         tables = {rid: _blocks(manager, rid) for rid in scheduled}
         sampled = [rid for rid in scheduled if _samples(scheduler.requests[rid])]
-        ops += [Token(rid) for rid in sampled]
+        # A request that computes one token and samples one decodes: one list for all of them.
+        decodes = {rid: None for rid in sampled if scheduled[rid] == 1}
+        if decodes:
+            ops.append(Decode(ids_json(tuple(decodes))))
+        ops += [Compute(rid, n) for rid, n in scheduled.items() if rid not in decodes]
+        ops += [Token(rid) for rid in sampled if rid not in decodes]
         tokens = {rid: output_token(rid, scheduler.requests[rid].num_tokens) for rid in sampled}
         scheduler.update_from_output(output, _runner_output(vllm, scheduled, tokens))
         done = [rid for rid in scheduled if rid not in scheduler.requests]
