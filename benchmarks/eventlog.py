@@ -1,11 +1,11 @@
 """Reading and checking recorded event logs: iterations per second and peak memory.
 
-:class:`EventLogCheck`: a log of 10^5 iterations of the reference continuous scheduler with about
-40 active requests and pages of 16 tokens (:mod:`benchmarks.logs`), in version 2, plain and gzip. ``kvsched check`` takes
-such a log through the fast path (checks/eventlog/steady.py) wherever it applies, so these figures
-are the fast path's; ``track_fast_share`` says how much of the log it took. Times are process CPU
-seconds (``timer = time.process_time``): on shared cores the wall clock also measures the
-neighbours. Information, not a gate.
+:class:`EventLogCheck`: a log of 10^5 iterations of the reference continuous scheduler with about 40
+active requests and pages of 16 tokens (:mod:`benchmarks.logs`), in version 2, plain and gzip.
+``kvsched check`` takes such a log through the fast path (checks/eventlog/steady.py) wherever it
+applies, so these figures are the fast path's; ``track_fast_share`` says how much of the log it
+took. Times are process CPU seconds (``timer = time.process_time``): on shared cores the wall clock
+also measures the neighbours. Information, not a gate.
 
 :class:`EngineLogCheck`: a log of 2 x 10^4 iterations of the reference engine scheduler as vLLM v1
 is designed, 64 slots, prefix caching and preemption (:func:`benchmarks.logs.write_engine_log`).

@@ -77,7 +77,8 @@ class Meter:
         return Efficiency(self.idle, self.unused, self.preemptions, self.recomputed)
 
     def observe(self, event: IterationEvent) -> None:
-        limits, requests = self.limits, self.requests
+        # Local names and no builtin calls in the loops: this runs over the batch every iteration.
+        page_size, requests = self.limits.page_size, self.requests
         kv, most, generated = self.kv, self.most, self.generated
         self.preemptions += len(event.preempted)
         for rid in event.preempted:
@@ -87,15 +88,25 @@ class Meter:
             for rid in event.active:
                 kv[rid] = requests[rid].prompt_tokens + generated[rid]
         else:
-            for amounts in (event.computed, event.cached):
-                for rid, amount in amounts.items():
-                    kv[rid] += amount
+            for rid, amount in event.cached.items():
+                kv[rid] += amount
+            recomputed = 0
             for rid, amount in event.computed.items():
-                self.recomputed += max(0, min(amount, most[rid] - (kv[rid] - amount)))
+                before = kv[rid]  # with this iteration's cache hit
+                kv[rid] = before + amount
+                again = most.get(rid, 0) - before  # EFF-4: below the most it ever held
+                if again > 0:
+                    recomputed += amount if amount < again else again
+            self.recomputed += recomputed
+        unused, tables = 0, event.page_tables
         for rid in event.active:
-            most[rid] = max(most[rid], kv[rid])
-            held = len(event.page_tables.get(rid, ()))
-            self.unused += max(0, held - pages_for(kv[rid], limits.page_size))
+            held = kv[rid]
+            if held > most.get(rid, 0):
+                most[rid] = held
+            extra = len(tables.get(rid, ())) + (-held // page_size)  # pages beyond pages_for
+            if extra > 0:
+                unused += extra
+        self.unused += unused
         self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
         for rid in event.finished:
             kv.pop(rid, None)

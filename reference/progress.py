@@ -31,11 +31,13 @@ class Progress:
         """``produced`` output tokens, and the KV (``kv``) of the requests that ``computed``."""
         self.before = self.value
         self.value += produced
-        most = self.most
+        most, value = self.most, self.value
         for rid in computed:
-            if kv[rid] > most[rid]:
-                self.value += kv[rid] - most[rid]
-                most[rid] = kv[rid]
+            now, before = kv[rid], most.get(rid, 0)
+            if now > before:
+                value += now - before
+                most[rid] = now
+        self.value = value
 
     def preempted_again(self, request_id: str) -> bool:
         """Note ``request_id``'s preemption in the iteration just counted; whether it repeats

@@ -162,6 +162,20 @@ def test_an_arrival_in_the_middle_of_an_iteration(tmp_path: Path) -> None:
     )
 
 
+def test_a_decode_adds_to_what_the_line_computes_for_the_request(tmp_path: Path) -> None:
+    # a computes 2 tokens and decodes one more: KV for 5 tokens of the 4 it has (DEC-1), read
+    # from the sum of both operations, whichever comes first.
+    for step in (
+        [["compute", "a", 2], ["decode", ["a"]]],
+        [["decode", ["a"]], ["compute", "a", 2]],
+    ):
+        second = [["alloc", "a", [2, 3]], *step]
+        log = write(tmp_path / "d.jsonl", header(), iteration(1, FIRST, 4), iteration(2, second, 2))
+        finding = check_log(log)
+        assert finding is not None and (finding.invariant, finding.requests) == ("DEC-1", ("a",))
+        assert "KV for 5 tokens" in finding.message, finding.message
+
+
 def test_a_gzip_log_reads_like_a_plain_one(tmp_path: Path) -> None:
     plain = write(tmp_path / "l.jsonl", header(), iteration(1, FIRST, 4), iteration(2, SECOND, 6))
     packed = tmp_path / "l.jsonl.gz"

@@ -86,6 +86,28 @@ def test_findings_say_where_a_request_is() -> None:
         assert f"is {words}, not in the batch" in finding.message
 
 
+def test_the_token_checks_name_the_first_request_at_fault() -> None:
+    # The token checks test the batch at once and go request by request only on a failure:
+    # the request named is still the first at fault, in the event's order.
+    assert run(W, ContinuousScheduler).events[1].active == ("a", "b")  # c waits
+    cases = [
+        (("a", "b", "a"), "DEC-1", ("a",)),
+        (("a", "c", "a"), "DEC-1", ("a",)),
+        (("c", "a", "a"), "DEC-2", ("c",)),
+        (("b",), "DEC-1", ("a",)),  # the lesson model: every active request decodes
+    ]
+    for decoded, invariant, requests in cases:
+        finding = corrupt(2, decoded=decoded)
+        assert finding is not None and (finding.invariant, finding.requests) == (
+            invariant,
+            requests,
+        ), (decoded, finding)
+    # No KV computed outside the batch is no finding: DEC-2 is about tokens and KV, not names.
+    assert corrupt(2, computed={"a": 1, "b": 1, "c": 0}) is None
+    finding = corrupt(2, computed={"a": 1, "b": 1, "c": 2})
+    assert finding is not None and (finding.invariant, finding.requests) == ("DEC-2", ("c",))
+
+
 # The monitor as an object -------------------------------------------------------------------
 
 

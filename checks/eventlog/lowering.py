@@ -86,8 +86,12 @@ class Lowering:
                 requests = decode_ids(op.requests)
                 if requests is None:
                     raise ids_error(op.requests, f"ops[{index}][1]", where)
-                for rid in requests:
-                    computed[rid] = computed.get(rid, 0) + 1
+                each = dict.fromkeys(requests, 1)
+                if len(each) == len(requests) and computed.keys().isdisjoint(each):
+                    computed.update(each)  # the usual decode list: in C, in the same order
+                else:
+                    for rid in requests:
+                        computed[rid] = computed.get(rid, 0) + 1
                 decoded.extend(requests)
             elif isinstance(op, Arrive):
                 arrived.append(op.request)
@@ -153,8 +157,10 @@ class Lowering:
 
     def _scheduled(self) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
         """The batch and its tables once the schedule is done: what the step runs on."""
-        active = tuple(self.batch)
-        return active, {rid: self.tables[rid] for rid in active if rid in self.tables}
+        active, tables = tuple(self.batch), self.tables
+        if tuple(tables) == active:  # most lines: every live table is the batch's, in its order
+            return active, dict(tables)
+        return active, {rid: tables[rid] for rid in active if rid in tables}
 
     def _take(self, pages: tuple[int, ...] | int, where: str, index: int) -> tuple[int, ...]:
         """Page ids as the log gives them, or stand-ins for a count (lowest free first)."""

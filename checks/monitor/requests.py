@@ -32,6 +32,8 @@ class RequestLedger:
         self.applicable = applicable
         self.page_size = workload.limits.page_size
         self.requests = {r.id: r for r in workload.requests}
+        self.prompts = {r.id: r.prompt_tokens for r in workload.requests}
+        self.outputs = {r.id: r.output_tokens for r in workload.requests}
         self.arrivals = arrival_order(workload.requests)
         self.next_arrival = 0
         self.state: dict[str, str] = {}  # absent: not arrived yet
@@ -62,12 +64,11 @@ class RequestLedger:
 
     def known(self, request_id: str) -> int:
         """The request's prompt plus its output so far: the tokens its KV may cover."""
-        request = self.requests[request_id]
-        return request.prompt_tokens - self.moved[request_id] + self.generated[request_id]
+        return self.prompts[request_id] - self.moved.get(request_id, 0) + self.generated[request_id]
 
     def output_length(self, request_id: str) -> int:
         """The output tokens the request produces in all, fold restarts included."""
-        return self.requests[request_id].output_tokens + self.moved[request_id]
+        return self.outputs[request_id] + self.moved.get(request_id, 0)
 
     def head(self) -> str | None:
         return next(iter(self.queue), None)
@@ -238,9 +239,11 @@ class RequestLedger:
     def finish_ids(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:
         """:meth:`finish` for an event that decoded ``decoded`` and finished ``ids``."""
         finished = set(ids)
+        generated, outputs, moved = self.generated, self.outputs, self.moved
         for rid in decoded:
-            length = self.output_length(rid)
-            if self.generated[rid] == length and rid not in finished:
+            # self.output_length(rid), inlined: this runs for every token of every iteration
+            if generated[rid] == outputs[rid] + moved.get(rid, 0) and rid not in finished:
+                length = self.output_length(rid)
                 return _found(
                     "REQ-2",
                     n,

@@ -10,7 +10,7 @@ in the same iteration that covers the prompt and every earlier token.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.requests import ACTIVE, RequestLedger
@@ -32,27 +32,44 @@ def computed_tokens(ledger: RequestLedger, event: IterationEvent) -> Mapping[str
 def check_tokens(
     ledger: RequestLedger, n: int, event: IterationEvent, computed: Mapping[str, int]
 ) -> Finding | None:
-    """DEC-2, DEC-1, DEC-3 for the iteration's tokens and KV; then count them into the ledger."""
-    tokens = Counter(event.decoded)
-    finding = _who_may(ledger, n, tokens, computed, event.cached)
-    if finding is None and event.computed is None:
-        finding = _everyone_decodes(ledger, n, tokens, event)
-    if finding is None:
-        finding = _from_computed_kv(ledger, n, tokens, computed, event.cached)
+    """DEC-2, DEC-1, DEC-3 for the iteration's tokens and KV; then count them into the ledger.
+
+    Each rule is first tested over the whole batch at once (set inclusion, C's loops); the
+    request-by-request pass that names the request at fault runs only when that test fails."""
+    decoded, cached = event.decoded, event.cached
+    active = ledger.active.keys()
+    if not (
+        len(set(decoded)) == len(decoded)
+        and active >= set(decoded)
+        and active >= computed.keys()
+        and active >= cached.keys()
+    ):
+        finding = _who_may(ledger, n, Counter(decoded), computed, cached)
+        if finding is not None:
+            return finding
+    # Past this point no request produced twice: ``decoded`` lists each token's request once.
+    if event.computed is None and len(decoded) != len(ledger.active):
+        finding = _everyone_decodes(ledger, n, set(decoded), event)
+        if finding is not None:
+            return finding
+    finding = _from_computed_kv(ledger, n, decoded, computed, cached)
     if finding is not None:
         return finding
-    for amounts in (computed, event.cached):
+    kv, generated = ledger.kv, ledger.generated
+    for amounts in (computed, cached):
         for rid, amount in amounts.items():
-            ledger.kv[rid] += amount
+            kv[rid] += amount
     # A token past the output length needs an unfinished request at its last token, which the
     # completion check (REQ-2) reports in that iteration already.
-    ledger.generated.update(tokens)
-    for amounts in (computed, event.cached):
-        for rid in (rid for rid, amount in amounts.items() if amount):
-            known = ledger.known(rid)
-            if ledger.kv[rid] > known:
+    generated.update(decoded)  # a Counter counts a sequence in C
+    prompts, moved = ledger.prompts, ledger.moved
+    for amounts in (computed, cached):
+        for rid, amount in amounts.items():
+            # ledger.known(rid), inlined: this runs for every request of every iteration
+            if amount and kv[rid] > prompts[rid] - moved.get(rid, 0) + generated[rid]:
+                known = ledger.known(rid)
                 message = (
-                    f"request {rid!r} has KV for {ledger.kv[rid]} tokens by iteration {n} but "
+                    f"request {rid!r} has KV for {kv[rid]} tokens by iteration {n} but "
                     f"only {known} exist (its prompt plus its output so far)"
                     f"{ledger.fold_hint(rid)}"
                 )
@@ -93,7 +110,7 @@ def _who_may(
 
 
 def _everyone_decodes(
-    ledger: RequestLedger, n: int, tokens: Counter[str], event: IterationEvent
+    ledger: RequestLedger, n: int, tokens: Container[str], event: IterationEvent
 ) -> Finding | None:
     """The lesson model (3.4): every active request produces exactly one token."""
     for rid in ledger.active:
@@ -116,25 +133,26 @@ def _everyone_decodes(
 def _from_computed_kv(
     ledger: RequestLedger,
     n: int,
-    tokens: Counter[str],
+    decoded: Iterable[str],
     computed: Mapping[str, int],
     cached: Mapping[str, int],
 ) -> Finding | None:
     """DEC-3: the token's KV was computed now and covers everything before it."""
-    for rid in tokens:
-        if not computed.get(rid, 0):
+    kv, prompts, moved, generated = ledger.kv, ledger.prompts, ledger.moved, ledger.generated
+    for rid in decoded:
+        now = computed.get(rid, 0)
+        if not now:
             message = (
                 f"request {rid!r} produced a token in iteration {n}, in which it computed no "
                 "token: output needs at least one computed position"
             )
             return Finding("DEC-3", n, message, requests=(rid,))
-        have = ledger.kv[rid] + computed.get(rid, 0) + cached.get(rid, 0)
-        needed = ledger.known(rid)
-        if have < needed:
+        have = kv[rid] + now + cached.get(rid, 0)
+        if have < prompts[rid] - moved.get(rid, 0) + generated[rid]:  # ledger.known(rid)
             message = (
                 f"request {rid!r} produced a token in iteration {n} with KV for {have} of its "
-                f"{needed} tokens: a prefill short of the prompt's end produces no token"
-                f"{ledger.fold_hint(rid)}"
+                f"{ledger.known(rid)} tokens: a prefill short of the prompt's end produces no "
+                f"token{ledger.fold_hint(rid)}"
             )
             return Finding("DEC-3", n, message, requests=(rid,))
     return None
