@@ -24,10 +24,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from kvsched.checks.eventlog.writer import LogWriter
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Request, Workload
+
+SchedulingPolicy = Literal["fcfs", "priority"]
+SCHEDULING_POLICIES: tuple[SchedulingPolicy, ...] = get_args(SchedulingPolicy)
 
 
 class RecorderError(RuntimeError):
@@ -42,6 +46,11 @@ class RecordOptions:
     """Tokens the engine may compute per iteration (vLLM's ``max_num_batched_tokens``)."""
     max_iterations: int = 0
     """Stop after this many iterations, drained or not (0: the workload's LIVE-1 bound)."""
+    policy: SchedulingPolicy = "fcfs"
+    """The waiting queue's order: ``"fcfs"``, or ``"priority"`` (least ``priority`` first,
+    then arrival; vLLM then also preempts the lowest-priority running request)."""
+    chunked_prefill: bool = True
+    """Whether a prompt may be computed over several iterations under the token budget."""
 
 
 @dataclass(frozen=True)

@@ -67,16 +67,18 @@ _TINY_MODEL = {
 
 
 def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
-    """vLLM v1's design: lazy block allocation under a token budget, chunked prefill,
-    preemption by recompute, prefix caching with reference counts, block 0 the null block."""
+    """vLLM v1's design: lazy block allocation under a token budget, chunked prefill (unless
+    turned off), preemption by recompute, prefix caching with reference counts, block 0 the null
+    block, and the waiting queue's order (fcfs, or priority then arrival)."""
     return TargetProperties(
         policy="continuous",
         admission="lazy",
         token_budget=options.token_budget,
-        chunked_prefill=True,
+        chunked_prefill=options.chunked_prefill,
         preemption=True,
         prefix_sharing=True,
         reserved_pages=(0,),
+        order="priority" if options.policy == "priority" else None,
     )
 
 
@@ -109,7 +111,9 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         iteration += 1
         while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
             request = arrivals[next_arrival]
-            scheduler.add_request(_vllm_request(vllm, request, hasher))
+            # The arrival position as the arrival time: vLLM's priority queue breaks ties of
+            # priority by it, as the declared order does (spec/eventlog.md 4.6).
+            scheduler.add_request(_vllm_request(vllm, request, hasher, float(next_arrival)))
             next_arrival += 1
         running = [r.request_id for r in scheduler.running]
         queue = {r.request_id: i for i, r in enumerate(scheduler.waiting)}
@@ -223,7 +227,8 @@ def _scheduler(vllm: SimpleNamespace, workload: Workload, options: RecordOptions
         max_num_batched_tokens=options.token_budget,
         max_model_len=longest,
         is_encoder_decoder=False,
-        enable_chunked_prefill=True,
+        enable_chunked_prefill=options.chunked_prefill,
+        policy=options.policy,
     )
     cache_config = vllm.CacheConfig(block_size=limits.page_size, enable_prefix_caching=True)
     cache_config.num_gpu_blocks = limits.pool_pages
@@ -253,7 +258,7 @@ def _block_hasher(vllm: SimpleNamespace, scheduler: Any) -> Any:
     return vllm.get_request_block_hasher(cache.block_size, hash_fn)
 
 
-def _vllm_request(vllm: SimpleNamespace, request: Any, hasher: Any) -> Any:
+def _vllm_request(vllm: SimpleNamespace, request: Any, hasher: Any, arrival: float) -> Any:
     params = vllm.SamplingParams(max_tokens=request.output_tokens, ignore_eos=True)
     return vllm.Request(
         request_id=request.id,
@@ -261,6 +266,8 @@ def _vllm_request(vllm: SimpleNamespace, request: Any, hasher: Any) -> Any:
         sampling_params=params,
         pooling_params=None,
         block_hasher=hasher,
+        arrival_time=arrival,
+        priority=request.priority,
     )
 
 

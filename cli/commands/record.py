@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kvsched.checks.record.base import SCHEDULING_POLICIES
 from kvsched.commands import UsageError
 from kvsched.spec.vocabulary import ENGINE_NAMES
 
@@ -35,6 +36,21 @@ def register(subparsers: Any) -> None:
         default=256,
         help="tokens computed per iteration at most (vLLM's max_num_batched_tokens; default 256)",
     )
+    parser.add_argument(
+        "--policy",
+        choices=SCHEDULING_POLICIES,
+        default="fcfs",
+        help="the waiting queue's order: fcfs (default), or priority (each request's "
+        "'priority', least first, then arrival; the lowest-priority running request is "
+        "preempted first)",
+    )
+    parser.add_argument(
+        "--no-chunked-prefill",
+        dest="chunked_prefill",
+        action="store_false",
+        help="compute every prompt in one iteration (the token budget must then hold the "
+        "longest request)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -48,7 +64,14 @@ def main(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload)
     try:
         iterations = record_log(
-            args.engine, workload, args.out, RecordOptions(token_budget=args.token_budget)
+            args.engine,
+            workload,
+            args.out,
+            RecordOptions(
+                token_budget=args.token_budget,
+                policy=args.policy,
+                chunked_prefill=args.chunked_prefill,
+            ),
         )
     except RecorderError as error:
         raise UsageError(str(error)) from None
