@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, AnyStr, TextIO
 
 from kvsched.checks.eventlog.lines import LOG_FORMAT, event_json
-from kvsched.checks.eventlog.version2 import ENCODER, IterationLine, queue_json
-from kvsched.checks.eventlog.writer import header_line, ops_of
+from kvsched.checks.eventlog.version2 import ENCODER, IterationLine, RequestMode, queue_json
+from kvsched.checks.eventlog.writer import header_line, ops_of, request_line
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine import SchedulerDriver, SchedulerFactory
 from kvsched.reference.engine_scheduler import EngineScheduler
@@ -33,15 +33,17 @@ from kvsched.spec.workload import Limits, Request, Workload, arrival_order, work
 BATCH, PAGE = 40, 16
 
 
-def busy_workload(iterations: int) -> Workload:
-    """Requests of 40 to 230 output tokens arriving fast enough to keep 40 slots full."""
+def busy_workload(iterations: int, gap: tuple[int, int] = (10, 3)) -> Workload:
+    """Requests of 40 to 230 output tokens, one every ``gap[0] / gap[1]`` iterations: by
+    default a little faster than 40 slots serve them, so the slots stay full and the queue
+    grows through the run."""
     requests = []
     budget = iterations * BATCH  # output tokens 40 slots produce in ``iterations``
     n = 0
     while budget > 0:
         output = 40 + (n * 37) % 191
         prompt = 16 + (n * 53) % 300
-        requests.append(Request(f"r{n}", n * 10 // 3, prompt, output))
+        requests.append(Request(f"r{n}", n * gap[0] // gap[1], prompt, output))
         budget -= output
         n += 1
     pool = BATCH * ((316 + 231) // PAGE + 1)
@@ -79,6 +81,18 @@ def write_engine_log(path: Path, iterations: int) -> Path:
     return path
 
 
+def write_long_log(path: Path, iterations: int) -> Path:
+    """A busy run of the continuous scheduler as a version-2 log whose requests come in lines
+    (spec/eventlog.md 8.7), so a run of any length has a short header. Requests arrive a
+    little slower than 40 slots serve them (one every 3.5 iterations), so the queue stays short
+    however long the run."""
+    workload = busy_workload(iterations, gap=(7, 2))
+    properties = TargetProperties(policy="continuous")
+    with gzip.open(path, "wb") if path.suffix == ".gz" else path.open("wb") as log:
+        _record(workload, properties, ContinuousScheduler, (), (log,), requests="lines")
+    return path
+
+
 def _engine(limits: Limits) -> EngineScheduler:
     return EngineScheduler(limits, ENGINE)
 
@@ -103,6 +117,7 @@ def _record(
     factory: SchedulerFactory,
     v1: tuple[TextIO, ...],
     v2: tuple[IO[bytes], ...],
+    requests: RequestMode = "header",
 ) -> None:
     """Run ``factory``'s scheduler over ``workload`` and write each line to every log of each
     version as it comes."""
@@ -114,7 +129,7 @@ def _record(
         "target": properties_to_json(properties),
     }
     _write(v1, json.dumps(header1) + "\n")
-    _write(v2, header_line(workload, properties).encode() + b"\n")
+    _write(v2, header_line(workload, properties, requests=requests).encode() + b"\n")
     prompts = {r.id: r.prompt_tokens for r in workload.requests}
     driver = SchedulerDriver(factory, workload.limits, properties)
     arrivals = arrival_order(workload.requests)
@@ -123,6 +138,8 @@ def _record(
         iteration += 1
         first = taken
         while taken < len(arrivals) and arrivals[taken].arrival < iteration:
+            if requests == "lines":  # declared before the iteration it joins
+                _write(v2, request_line(arrivals[taken]) + b"\n")
             taken += 1
         event = driver.step(iteration, arrivals[first:taken])
         assert not hasattr(event, "call"), event  # the reference schedulers never fault
@@ -142,8 +159,12 @@ def _write(logs: tuple[IO[AnyStr], ...], line: AnyStr) -> None:
 
 
 if __name__ == "__main__":
-    # python -m benchmarks.logs DIRECTORY ITERATIONS: the version-2 logs, plain and gzip, and
-    # the engine scheduler's log (engine.jsonl)
+    # python -m benchmarks.logs DIRECTORY ITERATIONS [long]: the version-2 logs, plain and
+    # gzip, and the engine scheduler's log (engine.jsonl); with "long", only the log whose
+    # requests come in lines (long.jsonl.gz)
     directory, iterations = Path(sys.argv[1]), int(sys.argv[2])
-    write_logs(directory, iterations, version_1=False)
-    write_engine_log(directory / "engine.jsonl", iterations)
+    if sys.argv[3:] == ["long"]:
+        write_long_log(directory / "long.jsonl.gz", iterations)
+    else:
+        write_logs(directory, iterations, version_1=False)
+        write_engine_log(directory / "engine.jsonl", iterations)

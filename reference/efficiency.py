@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Workload, pages_for
+from kvsched.spec.workload import Request, Workload, pages_for
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,10 @@ class Meter:
         self.most: Counter[str] = Counter()
         self.generated: Counter[str] = Counter()
         self.idle = self.unused = self.preemptions = self.recomputed = 0
+
+    def declare(self, request: Request) -> None:
+        """A request declared after the workload was given (an event log's request line)."""
+        self.requests[request.id] = request
 
     def figures(self) -> Efficiency:
         return Efficiency(self.idle, self.unused, self.preemptions, self.recomputed)

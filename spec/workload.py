@@ -133,8 +133,10 @@ def load_workload(path: str | Path) -> Workload:
     return parse_workload(decode_json(data, str(path), WorkloadError), source=str(path))
 
 
-def parse_workload(document: Any, source: str = "<workload>") -> Workload:
-    """Validate an already-decoded workload document (the JSON object of a workload file)."""
+def parse_workload(document: Any, source: str = "<workload>", empty: bool = False) -> Workload:
+    """Validate an already-decoded workload document (the JSON object of a workload file).
+    ``empty``: its requests are declared elsewhere (an event log's request lines), and its
+    ``requests`` must be an empty array."""
     if not isinstance(document, Mapping):
         raise WorkloadError(
             f"{source}: the workload must be a JSON object, got {json_kind(document)}"
@@ -157,7 +159,11 @@ def parse_workload(document: Any, source: str = "<workload>") -> Workload:
             f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
         )
     limits = _parse_limits(document["limits"], source)
-    requests = _parse_requests(document["requests"], source)
+    if empty and document["requests"] != []:
+        raise WorkloadError(
+            f"{source}: field 'requests' must be [] where requests are declared as they come"
+        )
+    requests = () if empty else _parse_requests(document["requests"], source)
     _check_fits(requests, limits, source)
     return Workload(
         name=name,
@@ -234,45 +240,61 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
         label = f"{source}: request #{index}"
-        if not isinstance(item, Mapping):
-            raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-        if "id" in item and is_text(item["id"]) and len(item["id"]) <= MAX_ID_LENGTH:
+        named = isinstance(item, Mapping) and is_text(item.get("id"))
+        if named and len(item["id"]) <= MAX_ID_LENGTH:
             label = f"{source}: request #{index} ('{item['id']}')"
-        _reject_unknown(item, {*_REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
-        for field in _REQUEST_FIELDS:
-            if field not in item:
-                raise WorkloadError(f"{label}: missing field '{field}'")
-        request_id = item["id"]
-        if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
+        request = parse_request(item, label)
+        if request.id in seen:
             raise WorkloadError(
-                f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
-                f"characters (UTF-8, no lone surrogates), got {shown_value(request_id)}"
+                f"{label}: duplicate request id '{request.id}' "
+                f"(first used by request #{seen[request.id]})"
             )
-        if request_id in seen:
-            raise WorkloadError(
-                f"{label}: duplicate request id '{request_id}' "
-                f"(first used by request #{seen[request_id]})"
-            )
-        seen[request_id] = index
-        numbers: dict[str, Any] = {
-            field: _integer(item[field], bounds, f"{label}: field '{field}'")
-            for field, bounds in _REQUEST_FIELDS.items()
-            if bounds is not None
-        }
-        lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
-        optional = parse_optional(item, numbers["prompt_tokens"], label)
-        requests.append(Request(request_id, *lengths, **optional))
+        seen[request.id] = index
+        requests.append(request)
     return tuple(requests)
 
 
+def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> Request:
+    """One request's JSON object, validated (section 1.1); ``label`` says where it is. An event
+    log that declares requests as they come allows arrivals up to ``latest_arrival``."""
+    if not isinstance(item, Mapping):
+        raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
+    _reject_unknown(item, {*_REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
+    for field in _REQUEST_FIELDS:
+        if field not in item:
+            raise WorkloadError(f"{label}: missing field '{field}'")
+    request_id = item["id"]
+    if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
+        raise WorkloadError(
+            f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
+            f"characters (UTF-8, no lone surrogates), got {shown_value(request_id)}"
+        )
+    numbers: dict[str, Any] = {
+        field: _integer(
+            item[field],
+            (0, latest_arrival) if field == "arrival" else bounds,
+            f"{label}: field '{field}'",
+        )
+        for field, bounds in _REQUEST_FIELDS.items()
+        if bounds is not None
+    }
+    lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
+    optional = parse_optional(item, numbers["prompt_tokens"], label)
+    return Request(request_id, *lengths, **optional)
+
+
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
-    """A request that can never fit the pool would wait forever; reject it up front (section 1)."""
     for index, request in enumerate(requests):
-        needed = peak_pages(request, limits.page_size)
-        if needed > limits.pool_pages:
-            raise WorkloadError(
-                f"{source}: request #{index} ('{request.id}'): needs {needed} pages at its peak "
-                f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens, "
-                f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
-                "it could never be admitted"
-            )
+        check_fits(request, limits, f"{source}: request #{index} ('{request.id}')")
+
+
+def check_fits(request: Request, limits: Limits, label: str) -> None:
+    """A request that can never fit the pool would wait forever; reject it up front (section 1)."""
+    needed = peak_pages(request, limits.page_size)
+    if needed > limits.pool_pages:
+        raise WorkloadError(
+            f"{label}: needs {needed} pages at its peak "
+            f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens, "
+            f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
+            "it could never be admitted"
+        )

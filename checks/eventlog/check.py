@@ -16,6 +16,7 @@ from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Efficiency, Meter
+from kvsched.spec.workload import Request
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,12 @@ def check_stream(path: str | Path, all_findings: bool = False, fast: bool = True
         if fast and reader.lowering is not None and in_scope(header, monitor)
         else None
     )
-    for event in reader.events(steady.take if steady is not None else None):
+
+    def declare(request: Request) -> None:
+        monitor.declare(request)
+        meter.declare(request)
+
+    for event in reader.events(steady.take if steady is not None else None, declare):
         if steady is not None:
             found = steady.observe(event)
         else:

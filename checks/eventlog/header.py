@@ -1,7 +1,9 @@
 """The first line of an event log: its format, version, workload and the target's declarations.
 
 Versions 1 and 2 share the header; version 2 adds ``pages``, which says whether the log names
-page ids (``"ids"``, the default) or only counts them (``"counts"``, a count-only allocator).
+page ids (``"ids"``, the default) or only counts them (``"counts"``, a count-only allocator), and
+``requests``, which says whether the workload lists every request (``"header"``, the default) or
+none, each then declared by a request line before it arrives (``"lines"``).
 The header is small and read once, so it goes through :mod:`json`, which names a repeated key.
 """
 
@@ -9,17 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kvsched.checks.eventlog.lines import LOG_FORMAT, EventLogError
 from kvsched.checks.eventlog.source import strict_json
-from kvsched.checks.eventlog.version2 import PageMode
+from kvsched.checks.eventlog.version2 import PageMode, RequestMode
 from kvsched.spec.properties import PropertiesError, TargetProperties, parse_properties
 from kvsched.spec.strict_json import json_kind
 from kvsched.spec.workload import Workload, WorkloadError, parse_workload
 
+T = TypeVar("T")
 VERSIONS = (1, 2)
 PAGE_MODES: tuple[PageMode, ...] = ("ids", "counts")
+REQUEST_MODES: tuple[RequestMode, ...] = ("header", "lines")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class LogHeader:
     workload: Workload
     properties: TargetProperties
     pages: PageMode = "ids"
+    requests: RequestMode = "header"
 
 
 def parse_header(line: bytes, path: Path) -> LogHeader:
@@ -50,7 +55,7 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
         )
     version = _version(document, where)
     known = {"type", "format", "version", "workload", "target"} | (
-        {"pages"} if version > 1 else set()
+        {"pages", "requests"} if version > 1 else set()
     )
     unknown = sorted(set(document) - known)
     if unknown:
@@ -61,8 +66,11 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
     for field in ("workload", "target"):
         if field not in document:
             raise EventLogError(f"{where}: missing field '{field}'")
+    requests = _mode(document.get("requests", "header"), REQUEST_MODES, "requests", where)
     try:
-        workload = parse_workload(document["workload"], source=f"{where}: field 'workload'")
+        workload = parse_workload(
+            document["workload"], source=f"{where}: field 'workload'", empty=requests == "lines"
+        )
         properties = parse_properties(document["target"], where=f"{where}: field 'target'")
     except (WorkloadError, PropertiesError) as error:
         raise EventLogError(str(error)) from None
@@ -71,7 +79,7 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
             f"{where}: field 'target': missing field 'policy' (a log declares "
             "the policy its target implements)"
         )
-    pages = _pages(document.get("pages", "ids"), where)
+    pages = _mode(document.get("pages", "ids"), PAGE_MODES, "pages", where)
     if pages == "counts" and properties.prefix_sharing:
         raise EventLogError(
             f"{where}: field 'pages': a count-only log cannot declare prefix sharing, which "
@@ -83,7 +91,7 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
                 f"{where}: field 'target': reserved page {page} lies outside the pool of "
                 f"{workload.limits.pool_pages} pages"
             )
-    return LogHeader(version, workload, properties, pages)
+    return LogHeader(version, workload, properties, pages, requests)
 
 
 def _version(document: dict[str, Any], where: str) -> int:
@@ -99,8 +107,9 @@ def _version(document: dict[str, Any], where: str) -> int:
     return version
 
 
-def _pages(value: Any, where: str) -> PageMode:
-    for mode in PAGE_MODES:
+def _mode(value: Any, modes: tuple[T, ...], field: str, where: str) -> T:
+    for mode in modes:
         if value == mode:
             return mode
-    raise EventLogError(f'{where}: field \'pages\' must be "ids" or "counts", got {value!r}')
+    named = " or ".join(f'"{mode}"' for mode in modes)
+    raise EventLogError(f"{where}: field '{field}' must be {named}, got {value!r}")

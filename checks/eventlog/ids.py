@@ -71,6 +71,10 @@ class QueueReader:
         self.canonical = True
         """Whether :attr:`raw` is the canonical JSON of :attr:`ids`."""
 
+    def declare(self, rid: str) -> None:
+        """``rid`` is the workload's from now on (a request line declared it)."""
+        self.width[rid] = len(_ENCODER.encode(rid))
+
     def read(self, raw: msgspec.Raw, where: str) -> tuple[str, ...]:
         """The ids of the queue whose JSON is ``raw``; :class:`EventLogError` if it is not a list
         of ids. :attr:`known` says whether each is the workload's."""

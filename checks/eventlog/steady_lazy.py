@@ -27,8 +27,8 @@ class LazyCounts:
         self.meter_kv, self.meter_generated, self.meter_most = meter.kv, meter.generated, meter.most
         self.tables = monitor.pages.tables
         self.page_size = monitor.limits.page_size
-        self.outputs = {rid: r.output_tokens for rid, r in requests.requests.items()}
-        self.prompts = {rid: r.prompt_tokens for rid, r in requests.requests.items()}
+        # The ledger's own: they grow with the requests a log declares as they come.
+        self.outputs, self.prompts = requests.outputs, requests.prompts
         self.lazy: dict[str, int] = {}
         """Requests decoding in every line taken in, with the clock their counts are as of."""
         self.due: dict[str, int] = {}

@@ -16,13 +16,20 @@ from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.version1 import decode_v1
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine, line_keys
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine, RequestLine, line_keys
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.workload import Request, WorkloadError, check_fits, parse_request
 
 Skip = Callable[[IterationLine, tuple[str, ...]], "tuple[str, ...] | None"]
 """Takes a version-2 line (and its queue) in without an event, returning the requests it
 finished, or declines (None)."""
+Declare = Callable[[Request], None]
+"""Told of each request a request line declares, before the lines that follow it (8.7)."""
+
+LATEST_ARRIVAL = 10**12
+"""The latest arrival a request line may declare: a log of a long run outlives the workload
+file's bound (spec/workload.py), which keeps a replayed run finite."""
 
 
 class LogReader:
@@ -42,8 +49,9 @@ class LogReader:
         self.header: LogHeader = parse_header(first[1], self.path)
         self.fault: SchedulerFault | None = None
         self.iterations = 0
-        self._known = frozenset(r.id for r in self.header.workload.requests)
+        self._known = {r.id for r in self.header.workload.requests}
         self._unfinished = set(self._known)
+        self._latest = 0  # the latest arrival a request line declared
         self._queue = QueueReader(self._known)
         self._explicit: bool | None = None  # version 1: whether lines carry 'computed'
         header = self.header
@@ -58,8 +66,13 @@ class LogReader:
     def drained(self) -> bool:
         return self.fault is None and not self._unfinished
 
-    def events(self, skip: Skip | None = None) -> Iterator[IterationEvent]:
+    def events(
+        self, skip: Skip | None = None, declare: Declare | None = None
+    ) -> Iterator[IterationEvent]:
         """Every iteration's event, in order; :class:`EventLogError` at the first bad line.
+
+        ``declare`` is told of each request a request line declares (8.7), in order, before
+        the iteration lines that follow it are read.
 
         ``skip``, for version 2, is offered each well-formed iteration line in turn, with its
         queue (its number checked, its queue of known requests), before it is lowered. If it
@@ -75,6 +88,11 @@ class LogReader:
                 decoded = decode_v1(line, where)
             else:
                 read = decode_line(DECODER, line, where, line_keys)
+                if isinstance(read, RequestLine):
+                    request = self._declared(read, where)
+                    if declare is not None:
+                        declare(request)
+                    continue
                 if isinstance(read, IterationLine):
                     waiting = queue.read(read.waiting, where)
                     if (
@@ -103,6 +121,38 @@ class LogReader:
             self.iterations += 1
             self._unfinished.difference_update(decoded.finished)
             yield decoded
+
+    def _declared(self, line: RequestLine, where: str) -> Request:
+        """The request ``line`` declares, once shown new, in arrival order and not late."""
+        if self.header.requests != "lines":
+            raise EventLogError(
+                f"{where}: a request line, but the header's workload lists every request; a "
+                'log that declares its requests as they come says "requests": "lines"'
+            )
+        try:
+            request = parse_request(line.fields(), where, LATEST_ARRIVAL)
+            check_fits(request, self.header.workload.limits, where)
+        except WorkloadError as error:
+            raise EventLogError(str(error)) from None
+        if request.id in self._known:
+            raise EventLogError(f"{where}: field 'id': request {request.id!r} is declared twice")
+        if request.arrival < max(self.iterations, self._latest):
+            after = (
+                f"{self.iterations} iterations were written before it"
+                if request.arrival < self.iterations
+                else f"a request arriving at {self._latest} was declared before it"
+            )
+            raise EventLogError(
+                f"{where}: field 'arrival': request {request.id!r} arrives at "
+                f"{request.arrival}, but {after}; requests are declared in arrival order, "
+                "each before the iteration it may join (its arrival + 1, or its arrival with "
+                "an 'arrive' operation)"
+            )
+        self._latest = request.arrival
+        self._known.add(request.id)
+        self._unfinished.add(request.id)
+        self._queue.declare(request.id)
+        return request
 
     def _all_or_nothing(self, event: IterationEvent, where: str) -> None:
         has_computed = event.computed is not None

@@ -20,6 +20,9 @@ import msgspec
 from kvsched.checks.eventlog.version1 import Count, FaultLine, Id, Pages
 
 PageMode = Literal["ids", "counts"]
+RequestMode = Literal["header", "lines"]
+"""Where a log declares its requests: all in the header's workload, or each in a request line
+before it arrives (8.7)."""
 Amount = tuple[Count, ...] | Count  # page ids, or a page count in a count-only log
 
 
@@ -113,12 +116,31 @@ class IterationLine(
         return keys if self.tables is None else keys + 1 + len(self.tables)
 
 
-DECODER = msgspec.json.Decoder(IterationLine | FaultLine)
+class RequestLine(msgspec.Struct, tag="request", tag_field="type", forbid_unknown_fields=True):
+    """A request declared as it comes (8.7): a workload request's fields, checked as the
+    workload's are (:func:`kvsched.spec.workload.parse_request`) once msgspec has typed them."""
+
+    id: Id
+    arrival: Count
+    prompt_tokens: Count
+    output_tokens: Count
+    prefix_group: str | msgspec.UnsetType = msgspec.UNSET
+    prefix_tokens: int | msgspec.UnsetType = msgspec.UNSET
+    priority: int | msgspec.UnsetType = msgspec.UNSET
+
+    def fields(self) -> dict[str, object]:
+        """The fields the line gave, as the workload's JSON would."""
+        given = msgspec.structs.asdict(self)
+        return {name: value for name, value in given.items() if value is not msgspec.UNSET}
 
 
-def line_keys(line: IterationLine | FaultLine) -> int | None:
-    """How many keys a decoded line's JSON holds if none repeats (``None``: a fault line, which
-    is checked the slow way)."""
+Line = IterationLine | RequestLine | FaultLine
+DECODER = msgspec.json.Decoder(Line)
+
+
+def line_keys(line: Line) -> int | None:
+    """How many keys a decoded line's JSON holds if none repeats (``None``: a fault or request
+    line, which is checked the slow way)."""
     return line.keys() if isinstance(line, IterationLine) else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +32,7 @@ from kvsched.checks.eventlog.version2 import (
     Operation,
     PageMode,
     Preempt,
+    RequestMode,
     Share,
     Token,
     ids_json,
@@ -40,20 +41,44 @@ from kvsched.checks.eventlog.version2 import (
 from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties, properties_to_json
-from kvsched.spec.workload import Workload, workload_to_json
+from kvsched.spec.request_fields import optional_json
+from kvsched.spec.workload import Request, Workload, arrival_order, workload_to_json
 
 
-def header_line(workload: Workload, properties: TargetProperties, pages: PageMode = "ids") -> str:
+def header_line(
+    workload: Workload,
+    properties: TargetProperties,
+    pages: PageMode = "ids",
+    requests: RequestMode = "header",
+) -> str:
+    """The header; with ``requests="lines"`` it lists no request of ``workload``, and each is
+    to be declared by :func:`request_line` before the iteration it may join (8.7)."""
+    document = workload_to_json(workload)
     header = {
         "type": "header",
         "format": LOG_FORMAT,
         "version": 2,
-        "workload": workload_to_json(workload),
+        "workload": document | {"requests": []} if requests == "lines" else document,
         "target": properties_to_json(properties),
     }
     if pages != "ids":
         header["pages"] = pages
+    if requests != "header":
+        header["requests"] = requests
     return json.dumps(header, separators=(",", ":"))
+
+
+def request_line(request: Request) -> bytes:
+    """The line that declares ``request`` in a log whose requests come in lines (8.7)."""
+    line = {
+        "type": "request",
+        "id": request.id,
+        "arrival": request.arrival,
+        "prompt_tokens": request.prompt_tokens,
+        "output_tokens": request.output_tokens,
+        **optional_json(request.prefix_group, request.prefix_tokens, request.priority),
+    }
+    return json.dumps(line, separators=(",", ":")).encode()
 
 
 class LogWriter:
@@ -109,15 +134,23 @@ class LogWriter:
         self.close()
 
 
-def v2_lines(run: Run, properties: TargetProperties) -> Iterator[str]:
-    """The version-2 lines of a run whose events follow version 1's order, without newlines."""
-    yield header_line(run.workload, properties)
+def v2_lines(
+    run: Run, properties: TargetProperties, requests: RequestMode = "header"
+) -> Iterator[str]:
+    """The version-2 lines of a run whose events follow version 1's order, without newlines.
+    With ``requests="lines"`` each request is declared before the iteration of its arrival time
+    (the first, for time 0), and those that never arrived before the end."""
+    yield header_line(run.workload, properties, requests=requests)
     prompts = {r.id: r.prompt_tokens for r in run.workload.requests}
+    coming = deque(arrival_order(run.workload.requests) if requests == "lines" else ())
     for event in run.events:
+        while coming and max(1, coming[0].arrival) <= event.iteration:
+            yield request_line(coming.popleft()).decode()
         ops = tuple(ops_of(event, prompts))
         waiting = queue_json(tuple(event.waiting))
         line = IterationLine(event.iteration, ops, event.free_pages, waiting)
         yield ENCODER.encode(line).decode()
+    yield from (request_line(request).decode() for request in coming)
     if run.fault is not None:
         fault = run.fault
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()

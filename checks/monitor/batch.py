@@ -1,15 +1,16 @@
 """The monitor's batch rules: the batch's limits and work conservation (3.2; eventlog.md 4.6).
 
-BATCH-1 bounds the batch by its slots and, when declared, the tokens it computes per iteration;
-PAGE-5 bounds what peak admission commits; BATCH-3 flags a free slot while the head of the queue
-fits. Each rule reads the ledgers' counters, so it costs the same whatever the pool or queue size.
+REQ-2 holds the batch an event reports to the requests admitted and not yet gone; BATCH-1 bounds the
+batch by its slots and, when declared, the tokens it computes per iteration; PAGE-5 bounds what peak
+admission commits; BATCH-3 flags a free slot while the head of the queue fits. Each rule reads the
+ledgers' counters, so it costs the same whatever the pool or queue size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import IterationEvent
@@ -25,6 +26,29 @@ class BatchRules:
         self.requests, self.pages, self.limits = requests, pages, limits
         self.applicable = applicable
         self.properties = requests.properties
+
+    def check_members(self, n: int, reported: Sequence[str]) -> Finding | None:
+        """The event's batch must be the admitted requests not yet finished nor preempted."""
+        listed = set(reported)
+        extra = [rid for rid in reported if rid not in self.requests.active]
+        missing = [rid for rid in self.requests.active if rid not in listed]
+        if extra:
+            return Finding(
+                "REQ-2",
+                n,
+                f"{request_list(extra)} reported in the batch of iteration {n} "
+                "without being admitted (or after finishing or being preempted)",
+                requests=tuple(extra),
+            )
+        if missing:
+            return Finding(
+                "REQ-2",
+                n,
+                f"{request_list(missing)} left the batch in iteration {n} "
+                "without finishing or being preempted: lost",
+                requests=tuple(missing),
+            )
+        return None
 
     def check_slots(self, n: int) -> Finding | None:
         """BATCH-1 on slots: no more active requests than the batch limit."""

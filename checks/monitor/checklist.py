@@ -124,7 +124,7 @@ def commitment_within_the_pool(monitor: Monitor, event: IterationEvent) -> Findi
 # 3.4 Decode -----------------------------------------------------------------------------------
 @per_iteration("decode", "REQ-2")
 def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.requests.check_batch(event.iteration, event.active)
+    return monitor.batch.check_members(event.iteration, event.active)
 
 
 @per_iteration("decode", "DEC-1", "DEC-2", "DEC-3", "REQ-2")

@@ -38,8 +38,13 @@ class OrderRules:
         self.order = properties.declared_order if "BATCH-4" in checks else "none"
         self.chunking = properties.chunking if "BATCH-5" in checks else None
         self.position = {r.id: i for i, r in enumerate(ledger.arrivals)}
+        """Each request's place in arrival order (a request line's: the next place)."""
         self.reported: Sequence[str] = ()  # the queue the target reported last, head first
         self.heap: list[tuple[int, int, str]] = []
+
+    def declare(self, rid: str) -> None:
+        """``rid`` was declared after every request already known (8.7)."""
+        self.position[rid] = len(self.position)
 
     def key(self, rid: str) -> tuple[int, int]:
         ledger = self.ledger

@@ -27,6 +27,9 @@ class PrefixContent:
         self.requests = {r.id: r for r in workload.requests}
         self.names: dict[int, Name] = {}
 
+    def declare(self, request: Request) -> None:
+        self.requests[request.id] = request
+
     def name(self, request: Request, index: int) -> Name:
         if request.prefix_group and (index + 1) * self.page_size <= request.prefix_tokens:
             return ("group", request.prefix_group, index)

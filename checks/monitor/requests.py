@@ -17,7 +17,7 @@ from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import restart_hint
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Workload, arrival_order
+from kvsched.spec.workload import Request, Workload, arrival_order
 
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 
@@ -31,10 +31,10 @@ class RequestLedger:
         self.properties = properties
         self.applicable = applicable
         self.page_size = workload.limits.page_size
-        self.requests = {r.id: r for r in workload.requests}
-        self.prompts = {r.id: r.prompt_tokens for r in workload.requests}
-        self.outputs = {r.id: r.output_tokens for r in workload.requests}
-        self.arrivals = arrival_order(workload.requests)
+        self.requests = {r.id: r for r in workload.requests}  # in the workload's order
+        self.prompts: dict[str, int] = {}
+        self.outputs: dict[str, int] = {}
+        self.arrivals: list[Request] = []
         self.next_arrival = 0
         self.state: dict[str, str] = {}  # absent: not arrived yet
         self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order
@@ -49,9 +49,21 @@ class RequestLedger:
         self.cut: dict[str, tuple[int, int, int]] = {}
         self.finished = 0
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
-        self.bound = max((r.arrival for r in workload.requests), default=0) + sum(
-            r.output_tokens + self._prefill_iterations(r.prompt_tokens) for r in workload.requests
-        )
+        # LIVE-1 (3.6): the latest arrival, plus every request's prefill and output tokens
+        self.bound = self.latest = 0
+        for request in arrival_order(workload.requests):
+            self.declare(request)
+
+    def declare(self, request: Request) -> None:
+        """A request of the workload, declared in arrival order (an event log may declare its
+        requests as they come: spec/eventlog.md 8.7), and its share of the LIVE-1 bound."""
+        rid = request.id
+        self.requests[rid] = request
+        self.prompts[rid], self.outputs[rid] = request.prompt_tokens, request.output_tokens
+        self.arrivals.append(request)
+        self.bound += max(0, request.arrival - self.latest)
+        self.bound += request.output_tokens + self._prefill_iterations(request.prompt_tokens)
+        self.latest = max(self.latest, request.arrival)
 
     def _prefill_iterations(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's (LIVE-1)."""
@@ -206,29 +218,6 @@ class RequestLedger:
             self.state[rid] = ACTIVE
             self.active[rid] = None
             self.committed += self.reservation(rid)
-        return None
-
-    def check_batch(self, n: int, reported: Sequence[str]) -> Finding | None:
-        """The event's batch must be the admitted requests not yet finished nor preempted."""
-        listed = set(reported)
-        extra = [rid for rid in reported if rid not in self.active]
-        missing = [rid for rid in self.active if rid not in listed]
-        if extra:
-            return _found(
-                "REQ-2",
-                n,
-                f"{request_list(extra)} reported in the batch of iteration {n} "
-                "without being admitted (or after finishing or being preempted)",
-                *extra,
-            )
-        if missing:
-            return _found(
-                "REQ-2",
-                n,
-                f"{request_list(missing)} left the batch in iteration {n} "
-                "without finishing or being preempted: lost",
-                *missing,
-            )
         return None
 
     # 3.5 Completion ---------------------------------------------------------------------------

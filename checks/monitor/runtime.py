@@ -38,7 +38,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import applicable
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import STEPS
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Request, Workload
 
 RECENT = 3
 """Iterations a finding carries: the violation's and the ones just before it."""
@@ -102,6 +102,13 @@ class Monitor:
         A check that found one stops where it found it, so later findings may follow from it."""
         self.findings: dict[str, Finding] = {}
         """The first finding of each invariant, in the order they were found."""
+
+    def declare(self, request: Request) -> None:
+        """A request declared as it comes (spec/eventlog.md 8.7), after every request already
+        known and before the iteration it may join."""
+        self.requests.declare(request)
+        self.order.declare(request.id)
+        self.prefix.declare(request)
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """Check one iteration; ``None`` if it is clean. After a finding, returns that finding."""
