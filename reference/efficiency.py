@@ -90,7 +90,9 @@ class Meter:
         generated.update(event.decoded)
         if event.computed is None:
             for rid in event.active:
-                kv[rid] = requests[rid].prompt_tokens + generated[rid]
+                request = requests.get(rid)  # a finished request is forgotten (the monitor
+                if request is not None:  # says what is wrong with a batch that lists it)
+                    kv[rid] = request.prompt_tokens + generated[rid]
         else:
             for rid, amount in event.cached.items():
                 kv[rid] += amount
@@ -113,7 +115,12 @@ class Meter:
         self.unused += unused
         self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
         for rid in event.finished:
-            kv.pop(rid, None)
+            self.forget(rid)
+
+    def forget(self, rid: str) -> None:
+        """``rid`` finished: the meter keeps nothing of it (its figures are counted in)."""
+        for counts in (self.kv, self.most, self.generated, self.requests):
+            counts.pop(rid, None)
 
     def count_idle(self, active: int, waiting: Sequence[str], in_use: Callable[[], int]) -> None:
         """EFF-1 for one iteration: ``active`` requests ran while ``waiting`` waited, and the

@@ -39,6 +39,11 @@ class Progress:
                 most[rid] = now
         self.value = value
 
+    def forget(self, request_id: str) -> None:
+        """``request_id`` finished: it is never preempted or computes again."""
+        self.most.pop(request_id, None)
+        self.stamp.pop(request_id, None)
+
     def preempted_again(self, request_id: str) -> bool:
         """Note ``request_id``'s preemption in the iteration just counted; whether it repeats
         one with no progress since, this iteration included."""

@@ -124,3 +124,70 @@ def test_the_schema_knows_request_lines() -> None:
     ]
     for line in bad:
         assert not validator().is_valid(line), line
+
+
+def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
+    # What a check holds follows the live requests: of a finished request only its state stays
+    # (so that naming it again is still judged: REQ-2, "has already finished").
+    from dataclasses import replace
+
+    from kvsched.checks.monitor.runtime import Monitor
+    from kvsched.reference import ContinuousScheduler, run
+    from kvsched.reference.efficiency import Meter
+    from kvsched.reference.families import generate
+
+    workload = generate("poisson-short-tight", 60, 2)
+    result = run(workload, ContinuousScheduler)
+    monitor, meter = Monitor(workload, "continuous"), Meter(workload)
+    for event in result.events:
+        meter.observe(event)
+        assert monitor.observe(event) is None
+    requests = monitor.requests
+    assert requests.drained() and len(requests.state) == 60
+    kept = [requests.requests, requests.prompts, requests.outputs, requests.generated]
+    kept += [requests.kv, monitor.order.position, monitor.prefix.requests]
+    kept += [monitor.liveness.progress.most, meter.kv, meter.most, meter.generated, meter.requests]
+    assert all(not ledger for ledger in kept), [len(ledger) for ledger in kept]
+    again = replace(result.events[-1], iteration=len(result.events) + 1, admitted=("r0",))
+    found = monitor.observe(again)
+    assert found is not None and found.invariant == "REQ-2" and "already finished" in found.message
+
+
+def test_a_request_gone_before_its_arrival_iteration_is_not_queued_again(tmp_path: Path) -> None:
+    # b reaches the scheduler during iteration 1 (an 'arrive'), runs and finishes in it; the
+    # monitor, which queues b by its arrival time at iteration 2, must not look b up again:
+    # under a priority order that lookup once needed the finished request's key.
+    from kvsched.spec.properties import TargetProperties
+    from kvsched.spec.workload import Limits, Request, Workload
+
+    late = Workload("late", Limits(2, 2, 6), (Request("a", 0, 2, 2), Request("b", 1, 2, 1)))
+    ops = [["arrive", "b"], ["admit", "a"], ["alloc", "a", [0]], ["admit", "b"],
+           ["alloc", "b", [1]], ["compute", "a", 2], ["compute", "b", 2], ["token", "a"],
+           ["token", "b"], ["finish", "b"], ["free", "b", [1]]]  # fmt: skip
+    second = [["alloc", "a", [1]], ["decode", ["a"]], ["finish", "a"], ["free", "a", [0, 1]]]
+    for order in ("fcfs", "priority", "shortest-first"):
+        target = TargetProperties("continuous", admission="lazy", token_budget=8, order=order)
+        lines = [header(late, target), iteration(1, ops, 5), iteration(2, second, 6)]
+        checked = check_stream(write(tmp_path / f"{order}.jsonl", *lines), all_findings=True)
+        assert checked.finding is None, (order, checked.finding)
+
+
+def test_a_batch_that_lists_a_finished_request_is_a_finding(tmp_path: Path) -> None:
+    # The efficiency meter reads the log before the monitor judges it, and forgets a request
+    # once it finishes: a lesson-model line that lists a finished request in its batch must
+    # still come out as the monitor's finding (REQ-2), never as a crash of the meter.
+    from dataclasses import replace
+
+    from test_monitor import W as LESSON
+
+    from kvsched.checks.eventlog.jsonl import write_log
+    from kvsched.reference import ContinuousScheduler, run
+
+    result = run(LESSON, ContinuousScheduler)
+    events = list(result.events)
+    assert events[2].finished == ("a",)
+    events[3] = replace(events[3], active=("a", *events[3].active))
+    log = tmp_path / "v1.jsonl"
+    write_log(replace(result, events=tuple(events)), log)
+    found = check_stream(log, all_findings=True).finding
+    assert found is not None and found.invariant == "REQ-2" and found.iteration == 4

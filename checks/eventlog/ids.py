@@ -75,6 +75,10 @@ class QueueReader:
         """``rid`` is the workload's from now on (a request line declared it)."""
         self.width[rid] = len(_ENCODER.encode(rid))
 
+    def forget(self, rid: str) -> None:
+        """``rid`` finished: a queue that names it again is decoded whole (and judged)."""
+        self.width.pop(rid, None)
+
     def read(self, raw: msgspec.Raw, where: str) -> tuple[str, ...]:
         """The ids of the queue whose JSON is ``raw``; :class:`EventLogError` if it is not a list
         of ids. :attr:`known` says whether each is the workload's."""

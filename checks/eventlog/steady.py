@@ -79,7 +79,7 @@ class SteadyDecode:
         self.begun = line.iteration
         requests, pages, lazy = self.requests, self.pages, self.lazy
         state, active = requests.state, requests.active
-        if line.iteration > requests.bound and requests.finished < len(requests.requests):
+        if line.iteration > requests.bound and not requests.drained():
             return None
         ops = sort_ops(line, state, active, pages, self.static)
         if ops is None:
@@ -260,7 +260,7 @@ class SteadyDecode:
             live.pop(rid, None)
             tables.pop(rid, None)
             self.lowering.batch.pop(rid, None)
-            self.meter.kv.pop(rid, None)
+            self.meter.forget(rid)
             counts.forget(rid)
 
     def flush(self) -> None:

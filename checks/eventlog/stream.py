@@ -102,7 +102,7 @@ class LogReader:
                         and (finished := skip(read, waiting)) is not None
                     ):
                         self.iterations += 1
-                        self._unfinished.difference_update(finished)
+                        self._finished(finished)
                         continue
                     decoded = lowering.lower(read, waiting, where)
                 else:
@@ -119,8 +119,13 @@ class LogReader:
                 self._all_or_nothing(decoded, where)
             check_engine_ids(decoded, self._known, where)
             self.iterations += 1
-            self._unfinished.difference_update(decoded.finished)
+            self._finished(decoded.finished)
             yield decoded
+
+    def _finished(self, finished: tuple[str, ...]) -> None:
+        self._unfinished.difference_update(finished)
+        for rid in finished:
+            self._queue.forget(rid)
 
     def _declared(self, line: RequestLine, where: str) -> Request:
         """The request ``line`` declares, once shown new, in arrival order and not late."""

@@ -36,7 +36,7 @@ def declared_features_are_reported(monitor: Monitor, event: IterationEvent) -> F
 @per_iteration("bound", "LIVE-1")
 def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | None:
     n, requests = event.iteration, monitor.requests
-    if n <= requests.bound or requests.finished == len(requests.requests):
+    if n <= requests.bound or requests.drained():
         return None
     left = requests.unfinished()
     return Finding(

@@ -38,13 +38,18 @@ class OrderRules:
         self.order = properties.declared_order if "BATCH-4" in checks else "none"
         self.chunking = properties.chunking if "BATCH-5" in checks else None
         self.position = {r.id: i for i, r in enumerate(ledger.arrivals)}
-        """Each request's place in arrival order (a request line's: the next place)."""
+        """Each unfinished request's place in arrival order."""
+        self.places = len(self.position)
         self.reported: Sequence[str] = ()  # the queue the target reported last, head first
         self.heap: list[tuple[int, int, str]] = []
 
     def declare(self, rid: str) -> None:
         """``rid`` was declared after every request already known (8.7)."""
-        self.position[rid] = len(self.position)
+        self.position[rid] = self.places
+        self.places += 1
+
+    def forget(self, rid: str) -> None:
+        self.position.pop(rid, None)
 
     def key(self, rid: str) -> tuple[int, int]:
         ledger = self.ledger
@@ -65,7 +70,9 @@ class OrderRules:
         if self.order in ("priority", "shortest-first"):
             return self._least(frozenset())
         # next(iter(...)): the head without materialising a long queue
-        return next(iter(event.waiting), None) if event.waiting else self.ledger.head()
+        head = next(iter(event.waiting), None) if event.waiting else self.ledger.head()
+        # A reported head that finished (and was forgotten) is not served next.
+        return head if head in self.ledger.requests else None
 
     def _least(self, admitted: frozenset[str]) -> str | None:
         """The least key among the waiting and the ``admitted`` not yet accounted for."""

@@ -30,6 +30,9 @@ class PrefixContent:
     def declare(self, request: Request) -> None:
         self.requests[request.id] = request
 
+    def forget(self, rid: str) -> None:
+        self.requests.pop(rid, None)
+
     def name(self, request: Request, index: int) -> Name:
         if request.prefix_group and (index + 1) * self.page_size <= request.prefix_tokens:
             return ("group", request.prefix_group, index)

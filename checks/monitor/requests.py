@@ -11,7 +11,7 @@ follows the iteration, not the workload.
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import restart_hint
@@ -50,14 +50,18 @@ class RequestLedger:
         self.finished = 0
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
         # LIVE-1 (3.6): the latest arrival, plus every request's prefill and output tokens
-        self.bound = self.latest = 0
+        self.bound = self.latest = self.declared = 0
+        self.forgetters: list[Callable[[str], None]] = []  # told of each finished request
         for request in arrival_order(workload.requests):
             self.declare(request)
 
     def declare(self, request: Request) -> None:
-        """A request of the workload, declared in arrival order (an event log may declare its
-        requests as they come: spec/eventlog.md 8.7), and its share of the LIVE-1 bound."""
+        """A request, in arrival order (a log may declare them as they come, eventlog.md 8.7)."""
         rid = request.id
+        self.declared += 1
+        if self.next_arrival > 4096:  # the arrived leave the list: it holds the coming only
+            del self.arrivals[: self.next_arrival]
+            self.next_arrival = 0
         self.requests[rid] = request
         self.prompts[rid], self.outputs[rid] = request.prompt_tokens, request.output_tokens
         self.arrivals.append(request)
@@ -68,7 +72,6 @@ class RequestLedger:
     def _prefill_iterations(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's (LIVE-1)."""
         budget = self.properties.token_budget
-        # iterations a chunked prefill of ``tokens`` needs under the budget: a ceiling, in integers
         return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
 
     def reservation(self, request_id: str) -> int:
@@ -88,6 +91,9 @@ class RequestLedger:
     def unfinished(self) -> list[str]:
         return [rid for rid in self.requests if self.state.get(rid) != FINISHED]
 
+    def drained(self) -> bool:
+        return self.finished == self.declared
+
     # 3.1 Arrival ------------------------------------------------------------------------------
     def arrive(self, iteration: int) -> None:
         """Queue every request with ``arrival < iteration`` not yet arrived (3.1)."""
@@ -105,15 +111,15 @@ class RequestLedger:
         """``request_id`` reaches the scheduler in the middle of iteration ``n`` (a version-2
         log's ``arrive``): it queues now, so what was scheduled before did not see it. It may
         come this early only if it arrives at time ``n`` or before (3.1), and only once."""
-        request = self.requests.get(request_id)
-        if request is None:
+        request = self.requests.get(request_id)  # a finished request is forgotten
+        if request is None and request_id not in self.state:
             return _found(
                 "REQ-1",
                 n,
                 f"{request_id!r} arrived in iteration {n} but no request of the workload is",
                 request_id,
             )
-        if request.arrival > n:
+        if request is not None and request.arrival > n:
             return _found(
                 "REQ-1",
                 n,
@@ -179,16 +185,15 @@ class RequestLedger:
         static = "BATCH-2" in self.applicable
         batch_before = [r for r in self.active if r not in joined] if static else []
         for rid in admitted:
-            request = self.requests.get(rid)
-            if request is None:
+            request, state = self.requests.get(rid), self.state.get(rid)  # finished: forgotten
+            if request is None and state is None:
                 return _found(
                     "REQ-1",
                     n,
                     f"admitted {rid!r}, which no request of the workload is: it never arrived",
                     rid,
                 )
-            state = self.state.get(rid)
-            if state is None:
+            if state is None and request is not None:
                 return _found(
                     "REQ-1",
                     n,
@@ -229,10 +234,9 @@ class RequestLedger:
         """:meth:`finish` for an event that decoded ``decoded`` and finished ``ids``."""
         finished = set(ids)
         generated, outputs, moved = self.generated, self.outputs, self.moved
-        for rid in decoded:
-            # self.output_length(rid), inlined: this runs for every token of every iteration
-            if generated[rid] == outputs[rid] + moved.get(rid, 0) and rid not in finished:
-                length = self.output_length(rid)
+        for rid in decoded:  # output_length inlined; a finished request has none (DEC-2's)
+            length = outputs.get(rid, -1) + moved.get(rid, 0)
+            if generated[rid] == length and rid not in finished:
                 return _found(
                     "REQ-2",
                     n,
@@ -262,7 +266,17 @@ class RequestLedger:
             del self.active[rid]
             self.committed -= self.reservation(rid)
             self.finished += 1
+            self.forget(rid)
         return None
+
+    def forget(self, rid: str) -> None:
+        """``rid`` finished: only its state stays, so memory follows the live requests."""
+        for ledger in (self.requests, self.prompts, self.outputs, self.generated, self.kv):
+            ledger.pop(rid, None)
+        for optional in (self.moved, self.admitted_with, self.cut):
+            optional.pop(rid, None)
+        for forget in self.forgetters:
+            forget(rid)
 
     def fold_hint(self, request_id: str) -> str:
         cut = self.cut.get(request_id)
@@ -273,7 +287,7 @@ class RequestLedger:
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""
         state = self.state.get(request_id)
-        if request_id not in self.requests:
+        if state is None and request_id not in self.requests:
             return "not a request of the workload"
         if state is None:
             return "not arrived yet"

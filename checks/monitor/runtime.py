@@ -86,6 +86,11 @@ class Monitor:
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
         sharing = declared.prefix_sharing and "PAGE-6" in self.applicable
         self.prefix = PrefixContent(workload, sharing)
+        self.requests.forgetters += [
+            self.order.forget,
+            self.prefix.forget,
+            self.liveness.progress.forget,
+        ]
         self.arrivals: list[str] = []
         """The requests that joined the queue in the iteration being checked, in queue order."""
         plan = iteration_plan()
@@ -134,7 +139,10 @@ class Monitor:
             return
         self.arrivals = [r.id for r in requests.arrivals[first : requests.next_arrival]]
         for rid in self.arrivals:
-            self.order.waiting(rid)
+            # One that reached the scheduler earlier by an 'arrive' may have finished since
+            # (and been forgotten): it has no place in the queue now.
+            if rid in requests.requests:
+                self.order.waiting(rid)
 
     def judge(self, event: IterationEvent) -> Finding | None:
         """Every check of the iteration :meth:`begin` started, in the spec's order."""
