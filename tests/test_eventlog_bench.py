@@ -8,6 +8,7 @@ reader run it: in a Python started in the project's root.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -22,8 +23,8 @@ SCRIPT = """
 import contextlib, io, json, sys
 from pathlib import Path
 from benchmarks import read_log
-from benchmarks.eventlog import EngineLogCheck, EventLogCheck
-from benchmarks.logs import write_engine_log, write_logs
+from benchmarks.eventlog import EngineLogCheck, EventLogCheck, LongLogCheck
+from benchmarks.logs import write_engine_log, write_logs, write_long_log
 
 folder = Path(sys.argv[1])
 write_logs(folder, 600)
@@ -38,6 +39,8 @@ out["share"] = bench.track_fast_share(str(folder), "v2.jsonl.gz")
 out["ratio"] = bench.track_ratio_to_monitor(str(folder), "v2.jsonl")
 engine = write_engine_log(folder / "engine.jsonl", 400)
 out["engine"] = EngineLogCheck().track_iterations_per_second(str(engine))
+long = write_long_log(folder / "long.jsonl.gz", 2000)
+out["long"] = LongLogCheck().track_seconds(str(long))
 print(json.dumps(out))
 """
 
@@ -66,3 +69,7 @@ def test_the_benchmark_logs_and_figures(tmp_path: Path) -> None:
     assert engine.finding is None, (engine.finding, engine.later)
     assert engine.fast_lines == 0 and figures["engine"] > 0  # the full path's figure
     assert engine.efficiency is not None and engine.efficiency.preemptions > 0
+    long = check_stream(tmp_path / "long.jsonl.gz", all_findings=True)
+    assert long.finding is None and long.iterations >= 2000 and figures["long"] > 0
+    with gzip.open(tmp_path / "long.jsonl.gz", "rt") as lines:
+        assert json.loads(next(lines))["requests"] == "lines"
