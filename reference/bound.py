@@ -40,9 +40,9 @@ class RunBound:
         self._progress = Progress()
 
     def chunks(self, tokens: int) -> int:
-        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's."""
-        budget = self.properties.token_budget
-        return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
+        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's: the
+        declaration's rule, as the monitor's bound counts it."""
+        return self.properties.prefill_iterations(tokens)
 
     def observe(self, event: IterationEvent) -> None:
         """Grow the bound by the recompute each of ``event``'s preemptions makes necessary."""

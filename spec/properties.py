@@ -11,7 +11,9 @@ false alarms (spec/eventlog.md, section 4, says what each declaration changes):
   that runs out of pages preempts (vLLM, nano-vllm). The default ``"peak"`` is section 3.2.
 - ``token_budget``: at most this many tokens computed per iteration (vLLM's
   ``max_num_batched_tokens``, Sarathi's ``chunk_size``).
-- ``chunked_prefill``: a prompt may be computed over several iterations under the budget.
+- ``chunked_prefill``: a prompt may be computed over several iterations under the budget;
+  ``prefill_chunk``, if smaller, is the most one request computes in one (vLLM's
+  ``long_prefill_token_threshold``).
 - ``preemption``: a request may release all its pages and return to the waiting queue to
   recompute (preemption by recompute, vLLM's default).
 - ``prefix_sharing``: a page may sit in several page tables at once when declared as shared
@@ -60,6 +62,9 @@ class TargetProperties:
     admission: str = "peak"
     token_budget: int | None = None
     chunked_prefill: bool = False
+    prefill_chunk: int | None = None
+    """With ``chunked_prefill``: the most prompt tokens one request computes in one iteration,
+    when less than the budget; ``None``: the budget. It only lengthens the LIVE-1 bound."""
     preemption: bool = False
     prefix_sharing: bool = False
     reserve_ahead: bool = False
@@ -129,6 +134,9 @@ class TargetProperties:
         _optional_int(self.watermark_pages, "watermark_pages", 0)
         if self.chunked_prefill and self.token_budget is None:
             raise PropertiesError("field 'chunked_prefill' needs a 'token_budget' to chunk under")
+        _optional_int(self.prefill_chunk, "prefill_chunk", 1)
+        if self.prefill_chunk is not None and not self.chunked_prefill:
+            raise PropertiesError("field 'prefill_chunk' caps a chunk: declare 'chunked_prefill'")
         if self.max_model_len is not None and not self.reserve_ahead:
             raise PropertiesError("field 'max_model_len' bounds a reservation: set 'reserve_ahead'")
         if not isinstance(self.reserved_pages, tuple):
@@ -182,6 +190,14 @@ class TargetProperties:
             return 0
         return max(tokens - kv, 0)
 
+    def prefill_iterations(self, tokens: int) -> int:
+        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's one (LIVE-1,
+        eventlog.md 4.8): a ceiling over the budget, or over the declared chunk if smaller."""
+        if not self.chunked_prefill or not self.token_budget:
+            return 0
+        chunk = min(self.token_budget, self.prefill_chunk or self.token_budget)
+        return -(-tokens // chunk)
+
     def usable_pages(self, limits: Limits) -> int:
         """Pages the pool can hand out: all of them but the reserved ids."""
         return limits.pool_pages - len(self.reserved_pages)
@@ -219,7 +235,14 @@ class TargetProperties:
 
 
 _FIELDS = tuple(TargetProperties.__dataclass_fields__)
-_OMITTED_AT_DEFAULT = ("order", "chunking", "budget", "estimate_admission", "restart")
+_OMITTED_AT_DEFAULT = (
+    "order",
+    "chunking",
+    "budget",
+    "estimate_admission",
+    "restart",
+    "prefill_chunk",
+)
 
 
 def properties_to_json(properties: TargetProperties) -> dict[str, Any]:
@@ -256,7 +279,7 @@ def parse_properties(document: Any, where: str = "properties") -> TargetProperti
 
 
 def _optional_int(value: Any, name: str, minimum: int) -> None:
-    if value is None and name in ("token_budget", "max_model_len"):
+    if value is None and name in ("token_budget", "max_model_len", "prefill_chunk"):
         return
     # bool is an int subclass; true is never a page count.
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -112,6 +112,28 @@ def test_chunked_prefill_off_needs_a_budget_for_the_longest_request(
     assert check_log(out) is None
 
 
+@pytest.mark.vllm
+def test_a_prefill_chunk_below_the_budget_is_declared(tmp_path: Path) -> None:
+    # vLLM's long_prefill_token_threshold caps each request's chunk: two long prompts in one
+    # slot then take many more iterations than the budget needs. Declared, the log is clean;
+    # undeclared, the bound runs out (LIVE-1), as it would for an engine that logged its run
+    # without saying so.
+    from kvsched.checks.record.registry import record_log
+    from kvsched.spec.workload import Limits, Request
+
+    serial = Workload(
+        "serial", Limits(1, 16, 200), (Request("a", 0, 1000, 2), Request("b", 0, 900, 2))
+    )
+    log = tmp_path / "run.jsonl"
+    record_log("vllm", serial, log, RecordOptions(512, prefill_chunk=16))
+    assert json.loads(lines(log)[0])["target"]["prefill_chunk"] == 16
+    assert check_log(log) is None
+    found = check_log(redeclared(log, tmp_path / "undeclared.jsonl", prefill_chunk=None))
+    assert found is not None and found.invariant == "LIVE-1", found
+    off = ["record", "vllm", str(EXAMPLES / "priorities.json"), "-o", str(tmp_path / "x")]
+    assert main([*off, "--no-chunked-prefill", "--prefill-chunk", "8"]) == 2
+
+
 SWEEP = [  # (requests, batch limit, pool divided by, token budget, seed, policy, chunked)
     (300, 64, 3, 256, 5, "priority", True),
     (600, 128, 2, 512, 6, "priority", True),

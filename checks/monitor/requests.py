@@ -66,13 +66,10 @@ class RequestLedger:
         self.prompts[rid], self.outputs[rid] = request.prompt_tokens, request.output_tokens
         self.arrivals.append(request)
         self.bound += max(0, request.arrival - self.latest)
-        self.bound += request.output_tokens + self._prefill_iterations(request.prompt_tokens)
+        self.bound += request.output_tokens + self.properties.prefill_iterations(
+            request.prompt_tokens
+        )
         self.latest = max(self.latest, request.arrival)
-
-    def _prefill_iterations(self, tokens: int) -> int:
-        """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's (LIVE-1)."""
-        budget = self.properties.token_budget
-        return -(-tokens // budget) if self.properties.chunked_prefill and budget else 0
 
     def reservation(self, request_id: str) -> int:
         return self.properties.reservation(self.requests[request_id], self.page_size)
@@ -170,7 +167,7 @@ class RequestLedger:
         moved = self.properties.moved_on_restart(self.known(request_id), lost, decoding)
         self.moved[request_id] += moved
         # the recompute, and one iteration per token the restart moved to the output (LIVE-1)
-        self.bound += self._prefill_iterations(lost) + moved
+        self.bound += self.properties.prefill_iterations(lost) + moved
         self.kv[request_id] = 0
         return None
 

@@ -51,6 +51,9 @@ class RecordOptions:
     then arrival; vLLM then also preempts the lowest-priority running request)."""
     chunked_prefill: bool = True
     """Whether a prompt may be computed over several iterations under the token budget."""
+    prefill_chunk: int = 0
+    """The most prompt tokens one request computes in one iteration (vLLM's
+    ``long_prefill_token_threshold``); 0: no cap below the budget."""
 
 
 @dataclass(frozen=True)

@@ -68,13 +68,17 @@ _TINY_MODEL = {
 
 def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
     """vLLM v1's design: lazy block allocation under a token budget, chunked prefill (unless
-    turned off), preemption by recompute, prefix caching with reference counts, block 0 the null
-    block, and the waiting queue's order (fcfs, or priority then arrival)."""
+    turned off; capped per request if asked), preemption by recompute, prefix caching with
+    reference counts, block 0 the null block, and the waiting queue's order (fcfs, or priority
+    then arrival)."""
+    if options.prefill_chunk and not options.chunked_prefill:
+        raise RecorderError("a prefill chunk caps chunked prefill, which is turned off here")
     return TargetProperties(
         policy="continuous",
         admission="lazy",
         token_budget=options.token_budget,
         chunked_prefill=options.chunked_prefill,
+        prefill_chunk=options.prefill_chunk or None,
         preemption=True,
         prefix_sharing=True,
         reserved_pages=(0,),
@@ -228,6 +232,7 @@ def _scheduler(vllm: SimpleNamespace, workload: Workload, options: RecordOptions
         max_model_len=longest,
         is_encoder_decoder=False,
         enable_chunked_prefill=options.chunked_prefill,
+        long_prefill_token_threshold=options.prefill_chunk,
         policy=options.policy,
     )
     cache_config = vllm.CacheConfig(block_size=limits.page_size, enable_prefix_caching=True)

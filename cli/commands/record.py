@@ -51,6 +51,13 @@ def register(subparsers: Any) -> None:
         help="compute every prompt in one iteration (the token budget must then hold the "
         "longest request)",
     )
+    parser.add_argument(
+        "--prefill-chunk",
+        type=int,
+        default=0,
+        help="the most prompt tokens one request computes in one iteration (vLLM's "
+        "long_prefill_token_threshold; default 0: the token budget)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -61,6 +68,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.token_budget < 1:
         raise UsageError(f"--token-budget must be >= 1, got {args.token_budget}")
+    if args.prefill_chunk < 0:
+        raise UsageError(f"--prefill-chunk must be >= 0, got {args.prefill_chunk}")
     workload = load_workload(args.workload)
     try:
         iterations = record_log(
@@ -71,6 +80,7 @@ def main(args: argparse.Namespace) -> int:
                 token_budget=args.token_budget,
                 policy=args.policy,
                 chunked_prefill=args.chunked_prefill,
+                prefill_chunk=args.prefill_chunk,
             ),
         )
     except RecorderError as error:
