@@ -153,25 +153,6 @@ def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
     assert found is not None and found.invariant == "REQ-2" and "already finished" in found.message
 
 
-def test_a_request_gone_before_its_arrival_iteration_is_not_queued_again(tmp_path: Path) -> None:
-    # b reaches the scheduler during iteration 1 (an 'arrive'), runs and finishes in it; the
-    # monitor, which queues b by its arrival time at iteration 2, must not look b up again:
-    # under a priority order that lookup once needed the finished request's key.
-    from kvsched.spec.properties import TargetProperties
-    from kvsched.spec.workload import Limits, Request, Workload
-
-    late = Workload("late", Limits(2, 2, 6), (Request("a", 0, 2, 2), Request("b", 1, 2, 1)))
-    ops = [["arrive", "b"], ["admit", "a"], ["alloc", "a", [0]], ["admit", "b"],
-           ["alloc", "b", [1]], ["compute", "a", 2], ["compute", "b", 2], ["token", "a"],
-           ["token", "b"], ["finish", "b"], ["free", "b", [1]]]  # fmt: skip
-    second = [["alloc", "a", [1]], ["decode", ["a"]], ["finish", "a"], ["free", "a", [0, 1]]]
-    for order in ("fcfs", "priority", "shortest-first"):
-        target = TargetProperties("continuous", admission="lazy", token_budget=8, order=order)
-        lines = [header(late, target), iteration(1, ops, 5), iteration(2, second, 6)]
-        checked = check_stream(write(tmp_path / f"{order}.jsonl", *lines), all_findings=True)
-        assert checked.finding is None, (order, checked.finding)
-
-
 def test_a_batch_that_lists_a_finished_request_is_a_finding(tmp_path: Path) -> None:
     # The efficiency meter reads the log before the monitor judges it, and forgets a request
     # once it finishes: a lesson-model line that lists a finished request in its batch must

@@ -128,40 +128,6 @@ def test_a_count_only_pool_cannot_overflow(tmp_path: Path) -> None:
     assert finding is not None and finding.invariant == "PAGE-5"
 
 
-def test_an_arrival_in_the_middle_of_an_iteration(tmp_path: Path) -> None:
-    late = Workload("late", Limits(2, 2, 6), (Request("a", 0, 2, 1), Request("b", 1, 2, 1)))
-    one = [["admit", "a"], ["alloc", "a", [0]], ["compute", "a", 2], ["token", "a"],
-           ["finish", "a"], ["free", "a", [0]]]  # fmt: skip
-    two = [["admit", "b"], ["alloc", "b", [0]], ["compute", "b", 2], ["token", "b"],
-           ["finish", "b"], ["free", "b", [0]]]  # fmt: skip
-
-    def merged(arrive: bool) -> list[Any]:
-        ops = [*one[:2], *two[:2], *one[2:4], *two[2:4], *one[4:], *two[4:]]
-        ops[ops.index(["alloc", "b", [0]])] = ["alloc", "b", [1]]
-        ops[-1] = ["free", "b", [1]]
-        return [["arrive", "b"], *ops] if arrive else ops
-
-    early = write(tmp_path / "e.jsonl", header(late), iteration(1, merged(False), 6))
-    finding = check_log(early)
-    assert finding is not None and finding.invariant == "REQ-1"  # b arrives at time 1
-    apart = write(tmp_path / "a.jsonl", header(late), iteration(1, one, 6), iteration(2, two, 6))
-    assert check_log(apart) is None
-    # b reaches the scheduler during iteration 1, at its arrival time, and joins that iteration.
-    during = write(tmp_path / "d.jsonl", header(late), iteration(1, merged(True), 6))
-    assert check_log(during) is None
-    too_soon = Workload("soon", late.limits, (late.requests[0], Request("b", 2, 2, 1)))
-    soon = write(tmp_path / "s.jsonl", header(too_soon), iteration(1, merged(True), 6))
-    finding = check_log(soon)
-    assert finding is not None and (finding.invariant, finding.iteration) == ("REQ-1", 1)
-    # an iteration's operations run schedule, step, update: an admission after a finish is not
-    unordered = [["arrive", "b"], *one, *two]
-    assert_rejected(
-        write(tmp_path / "u.jsonl", header(late), iteration(1, unordered, 6)),
-        "line 2: field 'ops[7]'",
-        "after the update",
-    )
-
-
 def test_a_decode_adds_to_what_the_line_computes_for_the_request(tmp_path: Path) -> None:
     # a computes 2 tokens and decodes one more: KV for 5 tokens of the 4 it has (DEC-1), read
     # from the sum of both operations, whichever comes first.

@@ -47,10 +47,9 @@ class RequestLedger:
         self.admitted_with: dict[str, int] = {}  # output tokens at the latest admission
         # preempted within its prefill: when, with what KV, out of how many tokens
         self.cut: dict[str, tuple[int, int, int]] = {}
-        self.finished = 0
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
         # LIVE-1 (3.6): the latest arrival, plus every request's prefill and output tokens
-        self.bound = self.latest = self.declared = 0
+        self.bound = self.latest = 0
         self.forgetters: list[Callable[[str], None]] = []  # told of each finished request
         for request in arrival_order(workload.requests):
             self.declare(request)
@@ -58,7 +57,6 @@ class RequestLedger:
     def declare(self, request: Request) -> None:
         """A request, in arrival order (a log may declare them as they come, eventlog.md 8.7)."""
         rid = request.id
-        self.declared += 1
         if self.next_arrival > 4096:  # the arrived leave the list: it holds the coming only
             del self.arrivals[: self.next_arrival]
             self.next_arrival = 0
@@ -86,14 +84,16 @@ class RequestLedger:
         return next(iter(self.queue), None)
 
     def unfinished(self) -> list[str]:
-        return [rid for rid in self.requests if self.state.get(rid) != FINISHED]
+        return list(self.requests)  # a request leaves it when it finishes (forget)
 
     def drained(self) -> bool:
-        return self.finished == self.declared
+        return not self.requests
 
     # 3.1 Arrival ------------------------------------------------------------------------------
-    def arrive(self, iteration: int) -> None:
-        """Queue every request with ``arrival < iteration`` not yet arrived (3.1)."""
+    def arrive(self, iteration: int) -> list[str]:
+        """Queue every request with ``arrival < iteration`` not yet arrived (3.1); those queued
+        now, in queue order."""
+        queued: list[str] = []
         while (
             self.next_arrival < len(self.arrivals)
             and self.arrivals[self.next_arrival].arrival < iteration
@@ -103,6 +103,8 @@ class RequestLedger:
             if request.id not in self.state:  # not already arrived by an explicit operation
                 self.state[request.id] = WAITING
                 self.queue[request.id] = None
+                queued.append(request.id)
+        return queued
 
     def arrive_now(self, n: int, request_id: str) -> Finding | None:
         """``request_id`` reaches the scheduler in the middle of iteration ``n`` (a version-2
@@ -262,7 +264,6 @@ class RequestLedger:
             self.state[rid] = FINISHED
             del self.active[rid]
             self.committed -= self.reservation(rid)
-            self.finished += 1
             self.forget(rid)
         return None
 

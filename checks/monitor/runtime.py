@@ -131,18 +131,11 @@ class Monitor:
                 f"{self.iteration + 1}, got {iteration}"
             )
         self.iteration = iteration
-        requests = self.requests
-        first = requests.next_arrival
-        requests.arrive(iteration)  # 3.1: bookkeeping; arriving breaks nothing
-        if requests.next_arrival == first:  # most iterations: nobody arrives
-            self.arrivals = []
-            return
-        self.arrivals = [r.id for r in requests.arrivals[first : requests.next_arrival]]
+        # 3.1: bookkeeping; arriving breaks nothing. A request that reached the scheduler
+        # earlier, by an 'arrive', is not among them: it joined the queue then.
+        self.arrivals = self.requests.arrive(iteration)
         for rid in self.arrivals:
-            # One that reached the scheduler earlier by an 'arrive' may have finished since
-            # (and been forgotten): it has no place in the queue now.
-            if rid in requests.requests:
-                self.order.waiting(rid)
+            self.order.waiting(rid)
 
     def judge(self, event: IterationEvent) -> Finding | None:
         """Every check of the iteration :meth:`begin` started, in the spec's order."""
