@@ -37,17 +37,9 @@ def busy_workload(iterations: int, gap: tuple[int, int] = (10, 3)) -> Workload:
     """Requests of 40 to 230 output tokens, one every ``gap[0] / gap[1]`` iterations: by
     default a little faster than 40 slots serve them, so the slots stay full and the queue
     grows through the run."""
-    requests = []
-    budget = iterations * BATCH  # output tokens 40 slots produce in ``iterations``
-    n = 0
-    while budget > 0:
-        output = 40 + (n * 37) % 191
-        prompt = 16 + (n * 53) % 300
-        requests.append(Request(f"r{n}", n * gap[0] // gap[1], prompt, output))
-        budget -= output
-        n += 1
     pool = BATCH * ((316 + 231) // PAGE + 1)
-    return Workload("busy", Limits(BATCH, PAGE, pool), tuple(requests))
+    requests = _requests(BATCH, iterations, gap, grouped=False)
+    return Workload("busy", Limits(BATCH, PAGE, pool), requests)
 
 
 ENGINE_BATCH, ENGINE_BUDGET = 64, 512
@@ -56,29 +48,36 @@ ENGINE = replace(VLLM_V1, token_budget=ENGINE_BUDGET)
 
 def engine_workload(iterations: int) -> Workload:
     """Requests arriving fast enough to keep 64 slots full, three in four of them in one of three
-    prefix groups (sharing up to 48 prompt tokens), over a pool of two fifths of their peak:
-    one iteration in about fifteen preempts."""
+    prefix groups, over a pool of two fifths of their peak: one iteration in about fifteen
+    preempts."""
+    pool = ENGINE_BATCH * ((316 + 231) // PAGE + 1) * 2 // 5
+    requests = _requests(ENGINE_BATCH, iterations, (21, 10), grouped=True)
+    return Workload("engine", Limits(ENGINE_BATCH, PAGE, pool), requests)
+
+
+def _requests(
+    slots: int, iterations: int, gap: tuple[int, int], grouped: bool
+) -> tuple[Request, ...]:
+    """Prompts of 16 to 315 tokens and outputs of 40 to 230, one request every
+    ``gap[0] / gap[1]`` iterations, as many as ``slots`` decode in ``iterations``; ``grouped``:
+    three in four in one of three prefix groups, sharing up to 48 prompt tokens."""
     requests = []
-    budget = iterations * ENGINE_BATCH
+    budget = iterations * slots  # output tokens the slots produce in ``iterations``
     n = 0
     while budget > 0:
         output = 40 + (n * 37) % 191
         prompt = 16 + (n * 53) % 300
-        group = f"g{n % 3}" if n % 4 != 3 else ""
+        group = f"g{n % 3}" if grouped and n % 4 != 3 else ""
         prefix = min(48, prompt) if group else 0
-        requests.append(Request(f"r{n}", n * 21 // 10, prompt, output, group, prefix))
+        requests.append(Request(f"r{n}", n * gap[0] // gap[1], prompt, output, group, prefix))
         budget -= output
         n += 1
-    pool = ENGINE_BATCH * ((316 + 231) // PAGE + 1) * 2 // 5
-    return Workload("engine", Limits(ENGINE_BATCH, PAGE, pool), tuple(requests))
+    return tuple(requests)
 
 
 def write_engine_log(path: Path, iterations: int) -> Path:
     """Record the engine scheduler's run as a version-2 log at ``path`` (.gz: gzip)."""
-    workload = engine_workload(iterations)
-    with gzip.open(path, "wb") if path.suffix == ".gz" else path.open("wb") as log:
-        _record(workload, ENGINE.properties(), _engine, (), (log,))
-    return path
+    return _write_log(engine_workload(iterations), ENGINE.properties(), _engine, path)
 
 
 def write_long_log(path: Path, iterations: int) -> Path:
@@ -87,9 +86,20 @@ def write_long_log(path: Path, iterations: int) -> Path:
     little slower than 40 slots serve them (one every 3.5 iterations), so the queue stays short
     however long the run."""
     workload = busy_workload(iterations, gap=(7, 2))
-    properties = TargetProperties(policy="continuous")
+    continuous = TargetProperties(policy="continuous")
+    return _write_log(workload, continuous, ContinuousScheduler, path, requests="lines")
+
+
+def _write_log(
+    workload: Workload,
+    properties: TargetProperties,
+    factory: SchedulerFactory,
+    path: Path,
+    requests: RequestMode = "header",
+) -> Path:
+    """One run as one version-2 log at ``path`` (.gz: gzip)."""
     with gzip.open(path, "wb") if path.suffix == ".gz" else path.open("wb") as log:
-        _record(workload, properties, ContinuousScheduler, (), (log,), requests="lines")
+        _record(workload, properties, factory, (), (log,), requests)
     return path
 
 

@@ -37,10 +37,10 @@ def check_tokens(
     Each rule is first tested over the whole batch at once (set inclusion, C's loops); the
     request-by-request pass that names the request at fault runs only when that test fails."""
     decoded, cached = event.decoded, event.cached
-    active = ledger.active.keys()
+    active, tokens = ledger.active.keys(), set(decoded)
     if not (
-        len(set(decoded)) == len(decoded)
-        and active >= set(decoded)
+        len(tokens) == len(decoded)
+        and active >= tokens
         and active >= computed.keys()
         and active >= cached.keys()
     ):
@@ -49,7 +49,7 @@ def check_tokens(
             return finding
     # Past this point no request produced twice: ``decoded`` lists each token's request once.
     if event.computed is None and len(decoded) != len(ledger.active):
-        finding = _everyone_decodes(ledger, n, set(decoded), event)
+        finding = _everyone_decodes(ledger, n, tokens, event)
         if finding is not None:
             return finding
     finding = _from_computed_kv(ledger, n, decoded, computed, cached)
