@@ -25,6 +25,8 @@ false alarms (spec/eventlog.md, section 4, says what each declaration changes):
 - ``watermark_pages``: pages the target keeps free when it admits (vLLM's watermark).
 - ``restart``: what a preempted request comes back as: ``"recompute"`` (the default: its prompt
   and output so far, recomputed) or ``"fold"`` (vidur: what it had processed becomes its prompt).
+- ``stops_early``: a request may finish before its output length (an end-of-sequence token, a
+  stop string, an abort); its ``output_tokens`` is then its most (vLLM's ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class TargetProperties:
     (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
     restart: Restart = "recompute"
     """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
+    stops_early: bool = False
+    """A request may finish from the batch before its output length (eventlog.md 4.9), which is
+    then its most: what real engines do on an end-of-sequence token, a stop string or an abort."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, str):
@@ -93,7 +98,13 @@ class TargetProperties:
             raise PropertiesError(
                 f"field 'admission' must be one of {known}, got {self.admission!r}"
             )
-        for name in ("chunked_prefill", "preemption", "prefix_sharing", "reserve_ahead"):
+        for name in (
+            "chunked_prefill",
+            "preemption",
+            "prefix_sharing",
+            "reserve_ahead",
+            "stops_early",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise PropertiesError(
                     f"field '{name}' must be a boolean, got {getattr(self, name)!r}"
@@ -242,6 +253,7 @@ _OMITTED_AT_DEFAULT = (
     "estimate_admission",
     "restart",
     "prefill_chunk",
+    "stops_early",
 )
 
 

@@ -3,12 +3,18 @@
 Recompute and fold restarts differ only for such a request (spec/eventlog.md 4.3.1): under fold it
 comes back with the prompt it had computed and produces the rest of the old prompt as output.
 A finding on it under the other declaration is most likely that declaration, not a bug, so the
-finding says which restart would explain it and how to declare it.
+finding says which restart would explain it and how to declare it. So does a request finished
+before its output length by a target that does not declare early stops (4.9).
 """
 
 from __future__ import annotations
 
 from kvsched.spec.vocabulary import Restart
+
+EARLY_STOP_HINT = (
+    "; an engine that stops requests on an end-of-sequence token, a stop string or an abort "
+    "declares stops_early (spec/eventlog.md 4.9), and output_tokens is then each one's most"
+)
 
 
 def restart_hint(request_id: str, restart: Restart, cut: tuple[int, int, int], moved: int) -> str:
