@@ -15,6 +15,10 @@ A recorder owns three things and nothing else (spec/eventlog.md, section 8):
 - a lazy import of the engine, so kvsched imports without it and a missing engine is a clean
   :class:`RecorderError` naming the install command.
 
+With ``early_stops``, :func:`early_end` says which requests end early and how (a stop token at
+a given output position, or an abort after a given number of iterations), so every recorder
+stops the same requests.
+
 A nano-vllm or SGLang recorder is one module with these three functions added to
 :data:`~kvsched.checks.record.registry.RECORDERS`; ``kvsched record NAME`` then drives it.
 """
@@ -54,6 +58,9 @@ class RecordOptions:
     prefill_chunk: int = 0
     """The most prompt tokens one request computes in one iteration (vLLM's
     ``long_prefill_token_threshold``); 0: no cap below the budget."""
+    early_stops: bool = False
+    """End some requests before their output length (:func:`early_end`): a stop token, or an
+    abort while they run. The log then declares ``stops_early`` (spec/eventlog.md 4.9)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,27 @@ def output_token(request_id: str, position: int) -> int:
     ends inside a block would fill the rest of it alike, and an engine would rightly share a
     block the workload says they do not (PAGE-6 would then accuse a correct engine)."""
     return _start(request_id) + position
+
+
+STOP_TOKEN = 1 << 50
+"""The stop token a request samples to end early: beyond every id :func:`output_token` makes."""
+EarlyEnd = tuple[Literal["stop", "abort"], int]
+
+
+def early_end(request: Request) -> EarlyEnd | None:
+    """How ``request`` ends before its output length when early stops are recorded, if it does:
+    one in three samples :data:`STOP_TOKEN` as its k-th output token (``("stop", k)``, k below its
+    most), as an end-of-sequence token or a stop string would end it; one in five of the others
+    is aborted at the end of the k-th iteration from its first admission, or as soon as it runs
+    again if it is waiting then (``("abort", k)``, k from 1 to 6: mid-prefill or decoding). The
+    choice is a hash of the id, so a run is reproducible."""
+    draw = _start("early end " + request.id)
+    which, when = draw % 15, draw >> 24  # bits apart: which requests, and when, independent
+    if which % 3 == 0 and request.output_tokens > 1:
+        return "stop", 1 + when % (request.output_tokens - 1)
+    if which % 5 == 0:
+        return "abort", 1 + when % 6
+    return None
 
 
 def _start(text: str) -> int:

@@ -1,12 +1,13 @@
 """The vLLM recorder: vLLM's own v1 Scheduler, KVCacheManager and BlockPool, on CPU, no model.
 
-The scheduler is vLLM's, unmodified, built as vLLM's own scheduler tests build it: a tiny model
-config read from a local ``config.json`` (no weights, no tokenizer, no hub), one full-attention
-KV cache group of ``pool_pages`` blocks of ``page_size`` tokens, prefix caching on, FCFS. Only
-the model is faked: after each ``schedule()`` the step "samples" a token for every request whose
-computed tokens reach its prompt and output so far (its own, :func:`~.base.output_token`), and
+The scheduler is vLLM's, unmodified (:mod:`.vllm_engine` builds it). Only the model is faked:
+after each ``schedule()`` the step "samples" a token for every request whose computed tokens
+reach its prompt and output so far (its own, :func:`~.base.output_token`), and
 ``update_from_output()`` takes it as a model runner's output. ``max_tokens`` with ``ignore_eos``
-ends each request at its output length.
+ends each request at its output length. With early stops, the requests :func:`~.base.early_end`
+picks end sooner through vLLM's own paths: a stop token in ``stop_token_ids`` (``check_stop``),
+or ``finish_requests(..., FINISHED_ABORTED)`` between two steps, as an API server aborts a
+request whose client left; the abort is written at the end of the iteration before.
 
 What the log says is read from vLLM's state around each call, not from a model of vLLM: the
 block ids of each request before and after ``schedule()``, its ``num_computed_tokens`` and status,
@@ -21,10 +22,6 @@ blocks in the same step), which never reaches a step.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,27 +40,18 @@ from kvsched.checks.eventlog.version2 import (
     ids_json,
 )
 from kvsched.checks.eventlog.writer import LogWriter
-from kvsched.checks.record.base import RecorderError, RecordOptions, output_token, prompt_tokens
+from kvsched.checks.record.base import (
+    STOP_TOKEN,
+    EarlyEnd,
+    RecorderError,
+    RecordOptions,
+    early_end,
+    output_token,
+    prompt_tokens,
+)
+from kvsched.checks.record.vllm_engine import block_hasher, build_scheduler, import_vllm
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload, pages_for
-
-INSTALL = (
-    "install the vLLM recorder's extra first: pip install -r extras/vllm-cpu.txt && "
-    "pip install --no-deps vllm==0.33.0 xgrammar==0.2.9 (a CPU torch, vLLM without its GPU "
-    "dependencies, and what its scheduler imports)"
-)
-_TINY_MODEL = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 4,
-    "num_hidden_layers": 1,
-    "vocab_size": 32000,
-    "max_position_embeddings": 1 << 20,
-    "torch_dtype": "float32",
-}
 
 
 def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
@@ -83,12 +71,13 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         prefix_sharing=True,
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else None,
+        stops_early=options.early_stops,
     )
 
 
 def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> None:
     """Drive vLLM's scheduler over ``workload``, writing each iteration to ``writer``."""
-    vllm = _import_vllm()
+    vllm = import_vllm()
     usable = workload.limits.pool_pages - 1
     for request in workload.requests:
         peak = pages_for(request.prompt_tokens + request.output_tokens, workload.limits.page_size)
@@ -99,16 +88,18 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
                 "raise limits.pool_pages"
             )
     try:
-        scheduler = _scheduler(vllm, workload, options)
+        scheduler = build_scheduler(vllm, workload, options)
     except ValueError as error:  # vLLM's configs validate with pydantic (a ValueError)
         reason = str(error).splitlines()
         why = next((line.strip() for line in reason if "error," in line), reason[-1].strip())
         why = why.split(" [type=")[0].removeprefix("Value error, ")
         raise RecorderError(f"vLLM refuses this configuration: {why}") from None
     requests = {r.id: r for r in workload.requests}
+    ends = {r.id: end for r in workload.requests if options.early_stops and (end := early_end(r))}
+    abort_at: dict[str, int] = {}  # an admitted request to abort, and from which iteration
     arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: ties in order
     bound = options.max_iterations or _bound(workload)
-    hasher = _block_hasher(vllm, scheduler)
+    hasher = block_hasher(vllm, scheduler)
     manager = scheduler.kv_cache_manager
     next_arrival, finished, iteration = 0, 0, 0
     while finished < len(requests) and iteration < bound:
@@ -117,7 +108,9 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             request = arrivals[next_arrival]
             # The arrival position as the arrival time: vLLM's priority queue breaks ties of
             # priority by it, as the declared order does (spec/eventlog.md 4.6).
-            scheduler.add_request(_vllm_request(vllm, request, hasher, float(next_arrival)))
+            end = ends.get(request.id)
+            stops = end is not None and end[0] == "stop"
+            scheduler.add_request(_vllm_request(vllm, request, hasher, float(next_arrival), stops))
             next_arrival += 1
         running = [r.request_id for r in scheduler.running]
         queue = {r.request_id: i for i, r in enumerate(scheduler.waiting)}
@@ -138,6 +131,9 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         admitted = sorted((rid for rid in scheduled if rid not in before), key=queue.__getitem__)
         hits: dict[str, int] = {}
         for rid in admitted:
+            end = ends.get(rid)
+            if end is not None and end[0] == "abort" and rid not in abort_at:
+                abort_at[rid] = iteration + end[1] - 1  # its first admission: k - 1 more steps
             ops.append(Admit(rid))
             blocks = _blocks(manager, rid)
             state = scheduler.requests[rid]
@@ -156,14 +152,45 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             ops.append(Decode(ids_json(tuple(decodes))))
         ops += [Compute(rid, n) for rid, n in scheduled.items() if rid not in decodes]
         ops += [Token(rid) for rid in sampled if rid not in decodes]
-        tokens = {rid: output_token(rid, scheduler.requests[rid].num_tokens) for rid in sampled}
+        tokens = {rid: _token(scheduler.requests[rid], ends.get(rid)) for rid in sampled}
         scheduler.update_from_output(output, _runner_output(vllm, scheduled, tokens))
         done = [rid for rid in scheduled if rid not in scheduler.requests]
+        for rid in done:
+            abort_at.pop(rid, None)
+        done += _abort(vllm, scheduler, abort_at, iteration, tables)
         ops += [Finish(rid) for rid in done]
         ops += [Free(rid, tables[rid]) for rid in done if tables[rid]]
         finished += len(done)
         waiting = tuple(r.request_id for r in scheduler.waiting)
         writer.iteration(ops, scheduler.kv_cache_manager.block_pool.get_num_free_blocks(), waiting)
+
+
+def _token(request: Any, end: EarlyEnd | None) -> int:
+    """The token the step samples for ``request``: the stop token at its early stop, if it
+    has one, else its own next id."""
+    if end is not None and end == ("stop", request.num_output_tokens + 1):
+        return STOP_TOKEN
+    return output_token(request.request_id, request.num_tokens)
+
+
+def _abort(
+    vllm: SimpleNamespace,
+    scheduler: Any,
+    abort_at: dict[str, int],
+    iteration: int,
+    tables: dict[str, tuple[int, ...]],
+) -> list[str]:
+    """Abort every request of ``abort_at`` due by ``iteration`` that is running (one that waits,
+    preempted, is aborted once it runs again); its blocks, as it held them, go to ``tables``."""
+    due = [rid for rid, when in abort_at.items() if when <= iteration]
+    running = vllm.RequestStatus.RUNNING
+    aborted = [rid for rid in due if scheduler.requests[rid].status == running]
+    for rid in aborted:
+        tables[rid] = _blocks(scheduler.kv_cache_manager, rid)
+        del abort_at[rid]
+    if aborted:
+        scheduler.finish_requests(aborted, vllm.RequestStatus.FINISHED_ABORTED)
+    return aborted
 
 
 def _blocks(manager: Any, rid: str) -> tuple[int, ...]:
@@ -181,90 +208,13 @@ def _bound(workload: Workload) -> int:
     return max(r.arrival for r in workload.requests) + tokens + len(workload.requests) + 1
 
 
-def _import_vllm() -> SimpleNamespace:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing downloads at run time
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    try:
-        import torch
-        from vllm import SamplingParams
-        from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
-        from vllm.utils.hashing import get_hash_fn_by_name
-        from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
-        from vllm.v1.core.sched.scheduler import Scheduler
-        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-        from vllm.v1.outputs import ModelRunnerOutput
-        from vllm.v1.request import Request
-        from vllm.v1.structured_output import StructuredOutputManager
-    except ImportError as error:
-        raise RecorderError(f"vLLM's scheduler cannot be imported ({error}); {INSTALL}") from None
-    return SimpleNamespace(
-        torch=torch,
-        SamplingParams=SamplingParams,
-        CacheConfig=CacheConfig,
-        ModelConfig=ModelConfig,
-        SchedulerConfig=SchedulerConfig,
-        VllmConfig=VllmConfig,
-        get_hash_fn_by_name=get_hash_fn_by_name,
-        get_request_block_hasher=get_request_block_hasher,
-        init_none_hash=init_none_hash,
-        Scheduler=Scheduler,
-        FullAttentionSpec=FullAttentionSpec,
-        KVCacheConfig=KVCacheConfig,
-        KVCacheGroupSpec=KVCacheGroupSpec,
-        ModelRunnerOutput=ModelRunnerOutput,
-        Request=Request,
-        StructuredOutputManager=StructuredOutputManager,
+def _vllm_request(
+    vllm: SimpleNamespace, request: Any, hasher: Any, arrival: float, stops: bool
+) -> Any:
+    stop = [STOP_TOKEN] if stops else None
+    params = vllm.SamplingParams(
+        max_tokens=request.output_tokens, ignore_eos=True, stop_token_ids=stop
     )
-
-
-def _scheduler(vllm: SimpleNamespace, workload: Workload, options: RecordOptions) -> Any:
-    limits = workload.limits
-    longest = max(r.prompt_tokens + r.output_tokens for r in workload.requests)
-    with tempfile.TemporaryDirectory(prefix="kvsched-vllm-model-") as model:
-        Path(model, "config.json").write_text(json.dumps(_TINY_MODEL), encoding="utf-8")
-        model_config = vllm.ModelConfig(
-            model=model, skip_tokenizer_init=True, max_model_len=longest, dtype="float32"
-        )
-    scheduler_config = vllm.SchedulerConfig(
-        max_num_seqs=limits.batch_limit,
-        max_num_batched_tokens=options.token_budget,
-        max_model_len=longest,
-        is_encoder_decoder=False,
-        enable_chunked_prefill=options.chunked_prefill,
-        long_prefill_token_threshold=options.prefill_chunk,
-        policy=options.policy,
-    )
-    cache_config = vllm.CacheConfig(block_size=limits.page_size, enable_prefix_caching=True)
-    cache_config.num_gpu_blocks = limits.pool_pages
-    config = vllm.VllmConfig(
-        model_config=model_config, scheduler_config=scheduler_config, cache_config=cache_config
-    )
-    spec = vllm.FullAttentionSpec(
-        block_size=limits.page_size, num_kv_heads=1, head_size=1, dtype=vllm.torch.float32
-    )
-    kv_cache = vllm.KVCacheConfig(
-        num_blocks=limits.pool_pages,
-        kv_cache_tensors=[],
-        kv_cache_groups=[vllm.KVCacheGroupSpec(["layer"], spec)],
-    )
-    return vllm.Scheduler(
-        vllm_config=config,
-        kv_cache_config=kv_cache,
-        structured_output_manager=vllm.StructuredOutputManager(config),
-        block_size=limits.page_size,
-    )
-
-
-def _block_hasher(vllm: SimpleNamespace, scheduler: Any) -> Any:
-    cache = scheduler.cache_config
-    hash_fn = vllm.get_hash_fn_by_name(cache.prefix_caching_hash_algo)
-    vllm.init_none_hash(hash_fn)
-    return vllm.get_request_block_hasher(cache.block_size, hash_fn)
-
-
-def _vllm_request(vllm: SimpleNamespace, request: Any, hasher: Any, arrival: float) -> Any:
-    params = vllm.SamplingParams(max_tokens=request.output_tokens, ignore_eos=True)
     return vllm.Request(
         request_id=request.id,
         prompt_token_ids=prompt_tokens(request),

@@ -58,6 +58,13 @@ def register(subparsers: Any) -> None:
         help="the most prompt tokens one request computes in one iteration (vLLM's "
         "long_prefill_token_threshold; default 0: the token budget)",
     )
+    parser.add_argument(
+        "--early-stops",
+        action="store_true",
+        help="end some requests early, through the engine's own paths: one in three on a stop "
+        "token, one in five of the rest aborted while it runs; the log declares stops_early "
+        "(spec/eventlog.md 4.9)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -81,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
                 policy=args.policy,
                 chunked_prefill=args.chunked_prefill,
                 prefill_chunk=args.prefill_chunk,
+                early_stops=args.early_stops,
             ),
         )
     except RecorderError as error:
