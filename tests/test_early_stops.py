@@ -89,14 +89,30 @@ def test_an_abort_mid_prefill_finishes_a_request_with_no_output(tmp_path: Path) 
     assert "after 0 of its 2 output tokens" in finding.message
 
 
-def test_a_waiting_request_cannot_be_finished_even_so(tmp_path: Path) -> None:
-    workload = Workload("queue", Limits(1, 2, 4), (Request("a", 0, 2, 1), Request("b", 0, 2, 1)))
+def test_an_abort_from_the_queue_finishes_a_waiting_request(tmp_path: Path) -> None:
+    # One slot: b waits while a runs, and is aborted from the queue; then c is admitted.
+    three = (Request("a", 0, 2, 1), Request("b", 0, 2, 1), Request("c", 0, 2, 1))
+    workload = Workload("queue", Limits(1, 2, 4), three)
     first = [["admit", "a"], ["alloc", "a", [0]], ["compute", "a", 2], ["token", "a"]]
     first += [["finish", "a"], ["finish", "b"], ["free", "a", [0]]]
-    path = write(tmp_path / "q.jsonl", header(workload, STOPS), iteration(1, first, 4))
+    second = [["admit", "c"], ["alloc", "c", [1]], ["compute", "c", 2], ["token", "c"]]
+    second += [["finish", "c"], ["free", "c", [1]]]
+    rows = [iteration(1, first, 4, waiting=["c"]), iteration(2, second, 4)]
+    path = write(tmp_path / "q.jsonl", header(workload, STOPS), *rows)
+    assert check_log(path) is None
+    assert_same(path)
+    undeclared = replace(STOPS, stops_early=False)
+    path = write(tmp_path / "u.jsonl", header(workload, undeclared), *rows)
     finding = check_log(path)
-    assert finding is not None and finding.invariant == "REQ-2"
+    assert finding is not None and (finding.invariant, finding.iteration) == ("REQ-2", 1)
     assert "'b' was finished in iteration 1 but is waiting" in finding.message
+    assert "aborts them, declares stops_early" in finding.message
+
+
+def test_a_finished_request_cannot_be_aborted_again(tmp_path: Path) -> None:
+    second = [*SECOND, ["finish", "a"]]
+    finding = check_log(log(tmp_path, STOPS, (FIRST, 3), (second, 0)))
+    assert finding is not None and finding.invariant == "REQ-2", finding
 
 
 def test_the_declaration_is_written_only_when_made() -> None:
@@ -120,3 +136,35 @@ def test_a_header_that_declares_it_reads_back(tmp_path: Path) -> None:
     first = json.loads(path.read_text().splitlines()[0])
     assert first["target"]["stops_early"] is True
     assert check_stream(path).header.properties.stops_early
+
+
+def test_the_specs_worked_example_checks_as_it_says(tmp_path: Path) -> None:
+    spec = (Path(__file__).resolve().parent.parent / "spec" / "eventlog.md").read_text()
+    section = spec[spec.index("### 4.9 Early stops") :]
+    start = section.index("```json\n") + len("```json\n")
+    example = section[start : section.index("\n```", start)]
+    path = tmp_path / "example.jsonl"
+    path.write_text(example + "\n")
+    assert check_log(path) is None
+    undeclared = tmp_path / "undeclared.jsonl"
+    undeclared.write_text(example.replace(',"stops_early":true', "") + "\n")
+    finding = check_log(undeclared)
+    assert finding is not None and (finding.invariant, finding.iteration) == ("REQ-2", 2)
+    assert "'a' was finished in iteration 2 after 2 of its 3" in finding.message
+
+
+def test_an_abort_of_the_queues_head_leaves_batch_3_unjudged(tmp_path: Path) -> None:
+    # h waits at the head (7 tokens need 4 pages, 3 are free) and s, which would fit, waits
+    # behind it; fcfs serves neither, and h is aborted after the schedule. The line's queue
+    # shows s alone: read as the head, s would be BATCH-3.
+    three = (Request("a", 0, 2, 2), Request("h", 0, 6, 1), Request("s", 0, 2, 1))
+    workload = Workload("head", Limits(2, 2, 4), three)
+    first = [["admit", "a"], ["alloc", "a", [0]], ["compute", "a", 2], ["token", "a"]]
+    first += [["finish", "h"]]
+    second = [["admit", "s"], ["alloc", "a", [2]], ["alloc", "s", [1]], ["decode", ["a"]]]
+    second += [["compute", "s", 2], ["token", "s"], ["finish", "a"], ["finish", "s"]]
+    second += [["free", "a", [0, 2]], ["free", "s", [1]]]
+    rows = [iteration(1, first, 3, waiting=["s"]), iteration(2, second, 4)]
+    path = write(tmp_path / "head.jsonl", header(workload, STOPS), *rows)
+    assert check_log(path) is None
+    assert_same(path)

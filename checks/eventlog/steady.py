@@ -249,7 +249,7 @@ class SteadyDecode:
         for rid in finishes:
             if rid in counts.lazy:
                 counts.bring(rid, clock)
-        self.requests.finish_ids(n, (), tuple(finishes))
+        self.requests.finish(n, (), tuple(finishes))
         # What PageLedger.release and drop do for pages already shown to be exactly the
         # request's own: no page is shared in scope, so each has that one holder.
         holders, live, tables = self.pages.holders, self.pages.tables, self.lowering.tables

@@ -198,7 +198,7 @@ def nothing_stranded_while_idle(monitor: Monitor, event: IterationEvent) -> Find
 # 3.5 Completion and freeing ---------------------------------------------------------------------
 @per_iteration("completion", "REQ-2")
 def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.requests.finish(event.iteration, event)
+    return monitor.requests.finish(event.iteration, event.decoded, event.finished)
 
 
 @per_iteration("completion", "PAGE-3")

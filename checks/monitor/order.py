@@ -66,9 +66,18 @@ class OrderRules:
             heapq.heappush(self.heap, (*self.key(rid), rid))
 
     def head(self, event: IterationEvent) -> str | None:
-        """The request the declared order serves next, after this iteration's admissions."""
+        """The request the declared order serves next, after this iteration's admissions;
+        ``None`` if the log cannot say which (an abort from the queue, below)."""
         if self.order in ("priority", "shortest-first"):
-            return self._least(frozenset())
+            return self._least(frozenset())  # an aborted request still waits: it is a candidate
+        # An abort from the queue (eventlog.md 4.9) comes after the schedule, and the queue
+        # the target reports comes after the abort: the schedule may have had the aborted
+        # request at its head, which the reported queue no longer shows.
+        state = self.ledger.state
+        if self.ledger.properties.stops_early and any(
+            state.get(rid) == WAITING for rid in event.finished
+        ):
+            return None
         # next(iter(...)): the head without materialising a long queue
         head = next(iter(event.waiting), None) if event.waiting else self.ledger.head()
         # A reported head that finished (and was forgotten) is not served next.

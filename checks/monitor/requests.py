@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Request, Workload, arrival_order
 
@@ -225,12 +224,9 @@ class RequestLedger:
         return None
 
     # 3.5 Completion ---------------------------------------------------------------------------
-    def finish(self, n: int, event: IterationEvent) -> Finding | None:
-        """REQ-2: finish exactly the requests that produced their last token, exactly once."""
-        return self.finish_ids(n, event.decoded, event.finished)
-
-    def finish_ids(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:
-        """:meth:`finish` for an event that decoded ``decoded`` and finished ``ids``."""
+    def finish(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:
+        """REQ-2 for an iteration that decoded ``decoded`` and finished ``ids``: every request
+        that produced its last token finishes, once, from the batch (or, declared, earlier: 4.9)."""
         finished = set(ids)
         generated, outputs, moved = self.generated, self.outputs, self.moved
         for rid in decoded:  # output_length inlined; a finished request has none (DEC-2's)
@@ -244,17 +240,17 @@ class RequestLedger:
                     rid,
                 )
         for rid in ids:
-            if self.state.get(rid) != ACTIVE:
+            state = self.state.get(rid)  # 4.9: declared, an abort may take it from the queue
+            if state != ACTIVE and not (state == WAITING and self.properties.stops_early):
+                early = EARLY_STOP_HINT if state == WAITING else ""
                 return _found(
                     "REQ-2",
                     n,
-                    f"request {rid!r} was finished in iteration {n} but "
-                    f"is {self.where(rid)}: each request finishes once, from the batch",
+                    f"request {rid!r} was finished in iteration {n} but is {self.where(rid)}: "
+                    f"each request finishes once, from the batch{early}",
                     rid,
                 )
-            wanted = self.output_length(rid)
-            made = self.generated[rid]
-            # 4.9: a declared early stop may come at any length up to the most, never past it.
+            wanted, made = self.output_length(rid), self.generated[rid]  # 4.9: up to the most
             if made > wanted or (made < wanted and not self.properties.stops_early):
                 early = "" if made > wanted else EARLY_STOP_HINT
                 return _found(
@@ -265,8 +261,11 @@ class RequestLedger:
                     rid,
                 )
             self.state[rid] = FINISHED
-            del self.active[rid]
-            self.committed -= self.reservation(rid)
+            if state == WAITING:
+                del self.queue[rid]
+            else:
+                del self.active[rid]
+                self.committed -= self.reservation(rid)
             self.forget(rid)
         return None
 

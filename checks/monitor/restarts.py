@@ -12,8 +12,8 @@ from __future__ import annotations
 from kvsched.spec.vocabulary import Restart
 
 EARLY_STOP_HINT = (
-    "; an engine that stops requests on an end-of-sequence token, a stop string or an abort "
-    "declares stops_early (spec/eventlog.md 4.9), and output_tokens is then each one's most"
+    "; an engine that stops requests on an end-of-sequence token or a stop string, or aborts "
+    "them, declares stops_early (spec/eventlog.md 4.9), and output_tokens is then each one's most"
 )
 
 

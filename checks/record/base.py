@@ -16,8 +16,8 @@ A recorder owns three things and nothing else (spec/eventlog.md, section 8):
   :class:`RecorderError` naming the install command.
 
 With ``early_stops``, :func:`early_end` says which requests end early and how (a stop token at
-a given output position, or an abort after a given number of iterations), so every recorder
-stops the same requests.
+a given output position, or an abort a given number of iterations after arrival), so every
+recorder stops the same requests.
 
 A nano-vllm or SGLang recorder is one module with these three functions added to
 :data:`~kvsched.checks.record.registry.RECORDERS`; ``kvsched record NAME`` then drives it.
@@ -104,15 +104,16 @@ def early_end(request: Request) -> EarlyEnd | None:
     """How ``request`` ends before its output length when early stops are recorded, if it does:
     one in three samples :data:`STOP_TOKEN` as its k-th output token (``("stop", k)``, k below its
     most), as an end-of-sequence token or a stop string would end it; one in five of the others
-    is aborted at the end of the k-th iteration from its first admission, or as soon as it runs
-    again if it is waiting then (``("abort", k)``, k from 1 to 6: mid-prefill or decoding). The
-    choice is a hash of the id, so a run is reproducible."""
+    is aborted at the end of the k-th iteration it has been in the engine (``("abort", k)``, k
+    from 1 to 32), as a client that gives up aborts it: still queued, mid-prefill, decoding or
+    preempted, or not at all if it finished first. The choice is a hash of the id, so a run is
+    reproducible."""
     draw = _start("early end " + request.id)
     which, when = draw % 15, draw >> 24  # bits apart: which requests, and when, independent
     if which % 3 == 0 and request.output_tokens > 1:
         return "stop", 1 + when % (request.output_tokens - 1)
     if which % 5 == 0:
-        return "abort", 1 + when % 6
+        return "abort", 1 + when % 32
     return None
 
 

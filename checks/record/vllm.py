@@ -96,7 +96,7 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         raise RecorderError(f"vLLM refuses this configuration: {why}") from None
     requests = {r.id: r for r in workload.requests}
     ends = {r.id: end for r in workload.requests if options.early_stops and (end := early_end(r))}
-    abort_at: dict[str, int] = {}  # an admitted request to abort, and from which iteration
+    abort_at: dict[str, int] = {}  # a request to abort, and in which iteration
     arrivals = sorted(workload.requests, key=lambda r: r.arrival)  # stable: ties in order
     bound = options.max_iterations or _bound(workload)
     hasher = block_hasher(vllm, scheduler)
@@ -110,6 +110,8 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             # priority by it, as the declared order does (spec/eventlog.md 4.6).
             end = ends.get(request.id)
             stops = end is not None and end[0] == "stop"
+            if end is not None and end[0] == "abort":
+                abort_at[request.id] = iteration + end[1] - 1
             scheduler.add_request(_vllm_request(vllm, request, hasher, float(next_arrival), stops))
             next_arrival += 1
         running = [r.request_id for r in scheduler.running]
@@ -131,9 +133,6 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         admitted = sorted((rid for rid in scheduled if rid not in before), key=queue.__getitem__)
         hits: dict[str, int] = {}
         for rid in admitted:
-            end = ends.get(rid)
-            if end is not None and end[0] == "abort" and rid not in abort_at:
-                abort_at[rid] = iteration + end[1] - 1  # its first admission: k - 1 more steps
             ops.append(Admit(rid))
             blocks = _blocks(manager, rid)
             state = scheduler.requests[rid]
@@ -180,11 +179,10 @@ def _abort(
     iteration: int,
     tables: dict[str, tuple[int, ...]],
 ) -> list[str]:
-    """Abort every request of ``abort_at`` due by ``iteration`` that is running (one that waits,
-    preempted, is aborted once it runs again); its blocks, as it held them, go to ``tables``."""
-    due = [rid for rid, when in abort_at.items() if when <= iteration]
-    running = vllm.RequestStatus.RUNNING
-    aborted = [rid for rid in due if scheduler.requests[rid].status == running]
+    """Abort every request of ``abort_at`` due in ``iteration``, wherever it is (queued,
+    running or preempted), as an API server does between two steps; the blocks each held, none
+    for a waiting one, go to ``tables``."""
+    aborted = [rid for rid, when in abort_at.items() if when == iteration]
     for rid in aborted:
         tables[rid] = _blocks(scheduler.kv_cache_manager, rid)
         del abort_at[rid]

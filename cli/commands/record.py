@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
         "--early-stops",
         action="store_true",
         help="end some requests early, through the engine's own paths: one in three on a stop "
-        "token, one in five of the rest aborted while it runs; the log declares stops_early "
-        "(spec/eventlog.md 4.9)",
+        "token, one in five of the rest aborted wherever it is (queued, mid-prefill, decoding); "
+        "the log declares stops_early (spec/eventlog.md 4.9)",
     )
     parser.set_defaults(func=main)
 
