@@ -112,12 +112,15 @@ def write_logs(directory: Path, iterations: int, version_1: bool = True) -> dict
     ``v2.jsonl.gz`` in ``directory``."""
     workload = busy_workload(iterations)
     properties = TargetProperties(policy="continuous")
-    paths = {name: directory / name for name in ("v1.jsonl", "v2.jsonl", "v2.jsonl.gz")}
+    names = ("v1.jsonl", "v2.jsonl", "v2.jsonl.gz") if version_1 else ("v2.jsonl", "v2.jsonl.gz")
+    paths = {name: directory / name for name in names}
     with ExitStack() as files:
-        v1 = files.enter_context(paths["v1.jsonl"].open("w", encoding="utf-8"))
+        v1: tuple[TextIO, ...] = ()
+        if version_1:
+            v1 = (files.enter_context(paths["v1.jsonl"].open("w", encoding="utf-8")),)
         v2 = files.enter_context(paths["v2.jsonl"].open("wb"))
         v2z = files.enter_context(gzip.open(paths["v2.jsonl.gz"], "wb"))
-        _record(workload, properties, ContinuousScheduler, (v1,) if version_1 else (), (v2, v2z))
+        _record(workload, properties, ContinuousScheduler, v1, (v2, v2z))
     return paths
 
 
