@@ -134,12 +134,34 @@ def test_a_prefill_chunk_below_the_budget_is_declared(tmp_path: Path) -> None:
     assert main([*off, "--no-chunked-prefill", "--prefill-chunk", "8"]) == 2
 
 
+@pytest.mark.vllm
+@pytest.mark.parametrize("family", ["poisson-short-tight", "poisson-long-roomy"])
+def test_a_watermark_is_declared_as_vllm_counts_it(family: str, tmp_path: Path) -> None:
+    # vLLM keeps int(watermark * num_blocks) blocks free when it admits beside a scheduled
+    # request. Declared, the log is clean; undeclared, a head left waiting for the watermark
+    # reads as an idle slot while it fitted (BATCH-3).
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate(family, 300, 3), 3, batch_limit=64)
+    log = tmp_path / "run.jsonl"
+    record_log("vllm", workload, log, RecordOptions(256, watermark=0.2))
+    declared = json.loads(lines(log)[0])["target"]["watermark_pages"]
+    assert declared == int(0.2 * workload.limits.pool_pages) > 0
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)
+    found = check_log(redeclared(log, tmp_path / "undeclared.jsonl", watermark_pages=0))
+    assert found is not None and found.invariant == "BATCH-3", found
+    args = ["record", "vllm", str(EXAMPLES / "priorities.json"), "-o", str(tmp_path / "x")]
+    assert main([*args, "--watermark", "1"]) == 2
+
+
 SWEEP = [  # (requests, batch limit, pool divided by, token budget, seed, policy, chunked)
     (300, 64, 3, 256, 5, "priority", True),
     (600, 128, 2, 512, 6, "priority", True),
     (300, 64, 3, 8192, 7, "fcfs", False),
     (300, 64, 3, 8192, 8, "priority", False),
 ]
+WATERMARKS = (0.0, 0.05, 0.2)  # the sweep's runs take them in turn
 
 
 @pytest.mark.vllm
@@ -163,7 +185,10 @@ def test_vllm_policies_sweep_checks_clean(
     if policy == "priority":
         workload = prioritized(workload)
     log = tmp_path / "run.jsonl.gz"
-    options = RecordOptions(budget, policy="priority" if policy == "priority" else "fcfs")
+    watermark = WATERMARKS[(seed + len(family)) % len(WATERMARKS)]
+    options = RecordOptions(
+        budget, policy="priority" if policy == "priority" else "fcfs", watermark=watermark
+    )
     record_log("vllm", workload, log, dataclasses.replace(options, chunked_prefill=chunked))
     checked = check_stream(log, all_findings=True)
     assert checked.finding is None, (checked.finding, checked.later)

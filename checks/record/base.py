@@ -58,6 +58,9 @@ class RecordOptions:
     prefill_chunk: int = 0
     """The most prompt tokens one request computes in one iteration (vLLM's
     ``long_prefill_token_threshold``); 0: no cap below the budget."""
+    watermark: float = 0.0
+    """The share of the pool kept free when admitting (vLLM's ``watermark``); the log declares
+    ``watermark_pages``, that share of ``pool_pages`` rounded down, as vLLM counts it."""
     early_stops: bool = False
     """End some requests before their output length (:func:`early_end`): a stop token, or an
     abort while they run. The log then declares ``stops_early`` (spec/eventlog.md 4.9)."""

@@ -72,6 +72,7 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else None,
         stops_early=options.early_stops,
+        watermark_pages=int(options.watermark * workload.limits.pool_pages),
     )
 
 

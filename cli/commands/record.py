@@ -59,6 +59,13 @@ def register(subparsers: Any) -> None:
         "long_prefill_token_threshold; default 0: the token budget)",
     )
     parser.add_argument(
+        "--watermark",
+        type=float,
+        default=0.0,
+        help="the share of the pool kept free when admitting (vLLM's watermark, from 0 to "
+        "below 1; default 0); the log declares watermark_pages",
+    )
+    parser.add_argument(
         "--early-stops",
         action="store_true",
         help="end some requests early, through the engine's own paths: one in three on a stop "
@@ -77,6 +84,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--token-budget must be >= 1, got {args.token_budget}")
     if args.prefill_chunk < 0:
         raise UsageError(f"--prefill-chunk must be >= 0, got {args.prefill_chunk}")
+    if not 0 <= args.watermark < 1:
+        raise UsageError(f"--watermark must be from 0 to below 1, got {args.watermark}")
     workload = load_workload(args.workload)
     try:
         iterations = record_log(
@@ -88,6 +97,7 @@ def main(args: argparse.Namespace) -> int:
                 policy=args.policy,
                 chunked_prefill=args.chunked_prefill,
                 prefill_chunk=args.prefill_chunk,
+                watermark=args.watermark,
                 early_stops=args.early_stops,
             ),
         )
