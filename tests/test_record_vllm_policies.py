@@ -155,6 +155,25 @@ def test_a_watermark_is_declared_as_vllm_counts_it(family: str, tmp_path: Path) 
     assert main([*args, "--watermark", "1"]) == 2
 
 
+@pytest.mark.vllm
+def test_a_prefill_cadence_is_declared_as_no_work_conservation(tmp_path: Path) -> None:
+    # vLLM's prefill_schedule_interval holds prefill until 4 steps have run since the last
+    # that carried one: waiting requests wait beside free slots and pages by design. The log
+    # declares estimate_admission, under which BATCH-3 is not promised; undeclared, BATCH-3.
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate("poisson-short-tight", 300, 3), 3, batch_limit=64)
+    log = tmp_path / "run.jsonl"
+    record_log("vllm", workload, log, RecordOptions(256, prefill_interval=4))
+    assert json.loads(lines(log)[0])["target"]["estimate_admission"] is True
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)
+    found = check_log(redeclared(log, tmp_path / "undeclared.jsonl", estimate_admission=None))
+    assert found is not None and found.invariant == "BATCH-3", found
+    args = ["record", "vllm", str(EXAMPLES / "priorities.json"), "-o", str(tmp_path / "x")]
+    assert main([*args, "--prefill-interval", "0"]) == 2
+
+
 SWEEP = [  # (requests, batch limit, pool divided by, token budget, seed, policy, chunked)
     (300, 64, 3, 256, 5, "priority", True),
     (600, 128, 2, 512, 6, "priority", True),
@@ -162,6 +181,7 @@ SWEEP = [  # (requests, batch limit, pool divided by, token budget, seed, policy
     (300, 64, 3, 8192, 8, "priority", False),
 ]
 WATERMARKS = (0.0, 0.05, 0.2)  # the sweep's runs take them in turn
+INTERVALS = (1, 1, 3)  # and these prefill cadences
 
 
 @pytest.mark.vllm
@@ -185,9 +205,12 @@ def test_vllm_policies_sweep_checks_clean(
     if policy == "priority":
         workload = prioritized(workload)
     log = tmp_path / "run.jsonl.gz"
-    watermark = WATERMARKS[(seed + len(family)) % len(WATERMARKS)]
+    turn = seed + len(family)
     options = RecordOptions(
-        budget, policy="priority" if policy == "priority" else "fcfs", watermark=watermark
+        budget,
+        policy="priority" if policy == "priority" else "fcfs",
+        watermark=WATERMARKS[turn % len(WATERMARKS)],
+        prefill_interval=INTERVALS[turn // 3 % len(INTERVALS)],
     )
     record_log("vllm", workload, log, dataclasses.replace(options, chunked_prefill=chunked))
     checked = check_stream(log, all_findings=True)

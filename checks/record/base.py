@@ -58,6 +58,10 @@ class RecordOptions:
     prefill_chunk: int = 0
     """The most prompt tokens one request computes in one iteration (vLLM's
     ``long_prefill_token_threshold``); 0: no cap below the budget."""
+    prefill_interval: int = 1
+    """Steps between two that may carry prefill (vLLM's ``prefill_schedule_interval``): a held
+    step leaves waiting requests waiting, so the log declares ``estimate_admission``, under
+    which work conservation (BATCH-3) is not promised."""
     watermark: float = 0.0
     """The share of the pool kept free when admitting (vLLM's ``watermark``); the log declares
     ``watermark_pages``, that share of ``pool_pages`` rounded down, as vLLM counts it."""

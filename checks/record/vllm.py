@@ -57,8 +57,9 @@ from kvsched.spec.workload import Workload, pages_for
 def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
     """vLLM v1's design: lazy block allocation under a token budget, chunked prefill (unless
     turned off; capped per request if asked), preemption by recompute, prefix caching with
-    reference counts, block 0 the null block, and the waiting queue's order (fcfs, or priority
-    then arrival)."""
+    reference counts, block 0 the null block, the waiting queue's order (fcfs, or priority
+    then arrival), and the options that change what vLLM promises: a prefill cadence (no work
+    conservation), a watermark, early stops."""
     if options.prefill_chunk and not options.chunked_prefill:
         raise RecorderError("a prefill chunk caps chunked prefill, which is turned off here")
     return TargetProperties(
@@ -71,6 +72,7 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         prefix_sharing=True,
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else None,
+        estimate_admission=options.prefill_interval > 1,
         stops_early=options.early_stops,
         watermark_pages=int(options.watermark * workload.limits.pool_pages),
     )

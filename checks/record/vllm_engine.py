@@ -91,6 +91,7 @@ def build_scheduler(vllm: SimpleNamespace, workload: Workload, options: RecordOp
         long_prefill_token_threshold=options.prefill_chunk,
         policy=options.policy,
         watermark=options.watermark,
+        prefill_schedule_interval=options.prefill_interval,
     )
     cache_config = vllm.CacheConfig(block_size=limits.page_size, enable_prefix_caching=True)
     cache_config.num_gpu_blocks = limits.pool_pages

@@ -59,6 +59,13 @@ def register(subparsers: Any) -> None:
         "long_prefill_token_threshold; default 0: the token budget)",
     )
     parser.add_argument(
+        "--prefill-interval",
+        type=int,
+        default=1,
+        help="steps between two that may carry prefill (vLLM's prefill_schedule_interval; "
+        "default 1: every step); above 1 the log declares estimate_admission",
+    )
+    parser.add_argument(
         "--watermark",
         type=float,
         default=0.0,
@@ -84,6 +91,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--token-budget must be >= 1, got {args.token_budget}")
     if args.prefill_chunk < 0:
         raise UsageError(f"--prefill-chunk must be >= 0, got {args.prefill_chunk}")
+    if args.prefill_interval < 1:
+        raise UsageError(f"--prefill-interval must be >= 1, got {args.prefill_interval}")
     if not 0 <= args.watermark < 1:
         raise UsageError(f"--watermark must be from 0 to below 1, got {args.watermark}")
     workload = load_workload(args.workload)
@@ -97,6 +106,7 @@ def main(args: argparse.Namespace) -> int:
                 policy=args.policy,
                 chunked_prefill=args.chunked_prefill,
                 prefill_chunk=args.prefill_chunk,
+                prefill_interval=args.prefill_interval,
                 watermark=args.watermark,
                 early_stops=args.early_stops,
             ),
