@@ -113,7 +113,10 @@ class Meter:
             if extra > 0:
                 unused += extra
         self.unused += unused
-        self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
+        # An abort from the queue (eventlog.md 4.9) comes after the schedule, and the queue the
+        # event reports after it: the head the schedule saw is unknown, so no idle slot counts.
+        if not event.finished or set(event.finished).issubset(event.active):
+            self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
         for rid in event.finished:
             self.forget(rid)
 

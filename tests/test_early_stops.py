@@ -168,3 +168,5 @@ def test_an_abort_of_the_queues_head_leaves_batch_3_unjudged(tmp_path: Path) -> 
     path = write(tmp_path / "head.jsonl", header(workload, STOPS), *rows)
     assert check_log(path) is None
     assert_same(path)
+    figures = check_stream(path).efficiency
+    assert figures is not None and figures.idle_slot_iterations == 0  # nor counted idle (EFF-1)

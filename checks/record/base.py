@@ -67,7 +67,7 @@ class RecordOptions:
     ``watermark_pages``, that share of ``pool_pages`` rounded down, as vLLM counts it."""
     early_stops: bool = False
     """End some requests before their output length (:func:`early_end`): a stop token, or an
-    abort while they run. The log then declares ``stops_early`` (spec/eventlog.md 4.9)."""
+    abort wherever the request is. The log then declares ``stops_early`` (spec/eventlog.md 4.9)."""
 
 
 @dataclass(frozen=True)
