@@ -1,16 +1,18 @@
 """vLLM ending requests early, recorded and checked (spec/eventlog.md 4.9): a stop token through
 ``check_stop``, an abort through ``finish_requests``. Each log declares ``stops_early``, checks
 clean, shows every planned early end where it was planned, and the declaration is shown to
-matter. The tests need the vLLM extra (``-m vllm``); the slow sweep is ``-m "vllm and slow"``."""
+matter. Two slow sweeps (``-m "vllm and slow"``) record early stops over every family, and every
+option that changes vLLM's design drawn together. The tests need the vLLM extra (``-m vllm``)."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from test_record_vllm import crowded
-from test_record_vllm_policies import redeclared
+from test_record_vllm_policies import prioritized, redeclared
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
@@ -137,3 +139,38 @@ def test_vllm_early_stops_sweep_checks_clean(
     log = record(workload, tmp_path / "run.jsonl.gz", token_budget=budget, chunked_prefill=chunked)
     checked = check_stream(log, all_findings=True)
     assert checked.finding is None, (checked.finding, checked.later)
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.parametrize("draw", range(40))
+def test_vllm_options_drawn_together_check_clean(draw: int, tmp_path: Path) -> None:
+    # Every option that changes vLLM's design, drawn together: 32 to 256 slots, budgets from
+    # the slot count up, chunking on or off and capped, fcfs or priority, a watermark, a prefill
+    # cadence, early stops. Each log declares what it was recorded under and checks clean.
+    rng = random.Random(draw)
+    batch = rng.choice([32, 64, 128, 256])
+    chunked = rng.random() < 0.8
+    workload = crowded(
+        generate(rng.choice(sorted(FAMILIES)), rng.choice([200, 400]), rng.randrange(1000)),
+        rng.choice([2, 3, 4]),
+        batch_limit=batch,
+    )
+    policy = rng.choice(["fcfs", "priority"])
+    if policy == "priority":
+        workload = prioritized(workload)
+    options = RecordOptions(
+        max(batch, rng.choice([256, 512, 2048])) if chunked else 8192,
+        policy="priority" if policy == "priority" else "fcfs",
+        chunked_prefill=chunked,
+        prefill_chunk=rng.choice([0, 0, 16, 64]) if chunked else 0,
+        prefill_interval=rng.choice([1, 1, 2, 4]),
+        watermark=rng.choice([0.0, 0.0, 0.05, 0.2]),
+        early_stops=rng.random() < 0.7,
+    )
+    from kvsched.checks.record.registry import record_log
+
+    log = tmp_path / "run.jsonl.gz"
+    record_log("vllm", workload, log, options)
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (options, checked.finding, checked.later)
