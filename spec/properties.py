@@ -87,8 +87,9 @@ class TargetProperties:
     restart: Restart = "recompute"
     """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
     stops_early: bool = False
-    """A request may finish from the batch before its output length (eventlog.md 4.9), which is
-    then its most: what real engines do on an end-of-sequence token, a stop string or an abort."""
+    """A request may finish before its output length (eventlog.md 4.9), which is then its most:
+    what real engines do on an end-of-sequence token, a stop string or an abort (from the batch
+    or the queue)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, str):
