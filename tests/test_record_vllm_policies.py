@@ -156,6 +156,19 @@ def test_a_watermark_is_declared_as_vllm_counts_it(family: str, tmp_path: Path) 
 
 
 @pytest.mark.vllm
+def test_without_the_prefix_cache_nothing_is_shared_or_declared_shared(tmp_path: Path) -> None:
+    from kvsched.checks.record.registry import record_log
+
+    workload = crowded(generate("bursty-heavy-tight", 300, 3), 3, batch_limit=64)
+    log = tmp_path / "run.jsonl"
+    record_log("vllm", workload, log, RecordOptions(256, prefix_caching=False))
+    assert json.loads(lines(log)[0])["target"]["prefix_sharing"] is False
+    assert '"share"' not in log.read_text() and '"preempt"' in log.read_text()
+    checked = check_stream(log, all_findings=True)
+    assert checked.finding is None, (checked.finding, checked.later)
+
+
+@pytest.mark.vllm
 def test_a_prefill_cadence_is_declared_as_no_work_conservation(tmp_path: Path) -> None:
     # vLLM's prefill_schedule_interval holds prefill until 4 steps have run since the last
     # that carried one: waiting requests wait beside free slots and pages by design. The log

@@ -146,8 +146,9 @@ def test_vllm_early_stops_sweep_checks_clean(
 @pytest.mark.parametrize("draw", range(40))
 def test_vllm_options_drawn_together_check_clean(draw: int, tmp_path: Path) -> None:
     # Every option that changes vLLM's design, drawn together: 32 to 256 slots, budgets from
-    # the slot count up, chunking on or off and capped, fcfs or priority, a watermark, a prefill
-    # cadence, early stops. Each log declares what it was recorded under and checks clean.
+    # the slot count up, chunking on or off and capped, fcfs or priority, the prefix cache on or
+    # off, a watermark, a prefill cadence, early stops. Each log declares what it was recorded
+    # under and checks clean.
     rng = random.Random(draw)
     batch = rng.choice([32, 64, 128, 256])
     chunked = rng.random() < 0.8
@@ -164,6 +165,7 @@ def test_vllm_options_drawn_together_check_clean(draw: int, tmp_path: Path) -> N
         policy="priority" if policy == "priority" else "fcfs",
         chunked_prefill=chunked,
         prefill_chunk=rng.choice([0, 0, 16, 64]) if chunked else 0,
+        prefix_caching=rng.random() < 0.8,
         prefill_interval=rng.choice([1, 1, 2, 4]),
         watermark=rng.choice([0.0, 0.0, 0.05, 0.2]),
         early_stops=rng.random() < 0.7,

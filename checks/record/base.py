@@ -58,6 +58,9 @@ class RecordOptions:
     prefill_chunk: int = 0
     """The most prompt tokens one request computes in one iteration (vLLM's
     ``long_prefill_token_threshold``); 0: no cap below the budget."""
+    prefix_caching: bool = True
+    """Whether the engine caches prompt blocks and shares them between requests (vLLM's
+    ``enable_prefix_caching``); the log declares ``prefix_sharing`` the same."""
     prefill_interval: int = 1
     """Steps between two that may carry prefill (vLLM's ``prefill_schedule_interval``): a held
     step leaves waiting requests waiting, so the log declares ``estimate_admission``, under

@@ -57,9 +57,9 @@ from kvsched.spec.workload import Workload, pages_for
 def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
     """vLLM v1's design: lazy block allocation under a token budget, chunked prefill (unless
     turned off; capped per request if asked), preemption by recompute, prefix caching with
-    reference counts, block 0 the null block, the waiting queue's order (fcfs, or priority
-    then arrival), and the options that change what vLLM promises: a prefill cadence (no work
-    conservation), a watermark, early stops."""
+    reference counts (unless turned off), block 0 the null block, the waiting queue's order
+    (fcfs, or priority then arrival), and the options that change what vLLM promises: a prefill
+    cadence (no work conservation), a watermark, early stops."""
     if options.prefill_chunk and not options.chunked_prefill:
         raise RecorderError("a prefill chunk caps chunked prefill, which is turned off here")
     return TargetProperties(
@@ -69,7 +69,7 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         chunked_prefill=options.chunked_prefill,
         prefill_chunk=options.prefill_chunk or None,
         preemption=True,
-        prefix_sharing=True,
+        prefix_sharing=options.prefix_caching,
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else None,
         estimate_admission=options.prefill_interval > 1,

@@ -1,8 +1,9 @@
 """vLLM's scheduler built on CPU with no model, as vLLM's own scheduler tests build it.
 
 A tiny model config read from a local ``config.json`` (no weights, no tokenizer, no hub), one
-full-attention KV cache group of ``pool_pages`` blocks of ``page_size`` tokens, prefix caching on.
-vLLM is imported only here, and only when a recorder runs, so kvsched imports without it.
+full-attention KV cache group of ``pool_pages`` blocks of ``page_size`` tokens, prefix caching on
+unless turned off. vLLM is imported only here, and only when a recorder runs, so kvsched
+imports without it.
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def build_scheduler(vllm: SimpleNamespace, workload: Workload, options: RecordOp
         watermark=options.watermark,
         prefill_schedule_interval=options.prefill_interval,
     )
-    cache_config = vllm.CacheConfig(block_size=limits.page_size, enable_prefix_caching=True)
+    cache_config = vllm.CacheConfig(
+        block_size=limits.page_size, enable_prefix_caching=options.prefix_caching
+    )
     cache_config.num_gpu_blocks = limits.pool_pages
     config = vllm.VllmConfig(
         model_config=model_config, scheduler_config=scheduler_config, cache_config=cache_config

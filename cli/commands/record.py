@@ -59,6 +59,13 @@ def register(subparsers: Any) -> None:
         "long_prefill_token_threshold; default 0: the token budget)",
     )
     parser.add_argument(
+        "--no-prefix-caching",
+        dest="prefix_caching",
+        action="store_false",
+        help="turn the prefix cache off (vLLM's enable_prefix_caching); the log then declares "
+        "no prefix sharing",
+    )
+    parser.add_argument(
         "--prefill-interval",
         type=int,
         default=1,
@@ -106,6 +113,7 @@ def main(args: argparse.Namespace) -> int:
                 policy=args.policy,
                 chunked_prefill=args.chunked_prefill,
                 prefill_chunk=args.prefill_chunk,
+                prefix_caching=args.prefix_caching,
                 prefill_interval=args.prefill_interval,
                 watermark=args.watermark,
                 early_stops=args.early_stops,
