@@ -1,6 +1,8 @@
 """The vLLM recorder: vLLM's own v1 Scheduler, KVCacheManager and BlockPool, on CPU, no model.
 
-The scheduler is vLLM's, unmodified (:mod:`.vllm_engine` builds it). Only the model is faked:
+The scheduler is vLLM's, unmodified (:mod:`.vllm_engine` builds it): the synchronous
+``Scheduler``, which takes in each step's output before it schedules the next; a log cannot yet
+say what the ``AsyncScheduler`` does (spec/eventlog.md 4.10). Only the model is faked:
 after each ``schedule()`` the step "samples" a token for every request whose computed tokens
 reach its prompt and output so far (its own, :func:`~.base.output_token`), and
 ``update_from_output()`` takes it as a model runner's output. ``max_tokens`` with ``ignore_eos``
