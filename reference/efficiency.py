@@ -113,9 +113,8 @@ class Meter:
             if extra > 0:
                 unused += extra
         self.unused += unused
-        # An abort from the queue (eventlog.md 4.9) comes after the schedule, and the queue the
-        # event reports after it: the head the schedule saw is unknown, so no idle slot counts.
-        if not event.finished or set(event.finished).issubset(event.active):
+        # The head the schedule saw is unknown after an abort from the queue (eventlog.md 4.9).
+        if not event.finished_outside_the_batch:
             self.count_idle(len(event.active), event.waiting, lambda: event.pages_in_use)
         for rid in event.finished:
             self.forget(rid)

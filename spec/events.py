@@ -79,6 +79,13 @@ class IterationEvent:
     of the iteration and ``admitted``, ``preempted``, ``allocated`` and ``shared`` summarize it."""
 
     @property
+    def finished_outside_the_batch(self) -> bool:
+        """Whether a request finished without being in the batch: an abort from the queue
+        (eventlog.md 4.9), after the schedule, so ``waiting`` no longer shows the queue the
+        schedule saw; or a log in error."""
+        return bool(self.finished) and not set(self.finished).issubset(self.active)
+
+    @property
     def pages_in_use(self) -> int:
         """Distinct physical pages held while this iteration decoded."""
         return len({page for table in self.page_tables.values() for page in table})

@@ -70,13 +70,8 @@ class OrderRules:
         ``None`` if the log cannot say which (an abort from the queue, below)."""
         if self.order in ("priority", "shortest-first"):
             return self._least(frozenset())  # an aborted request still waits: it is a candidate
-        # An abort from the queue (eventlog.md 4.9) comes after the schedule, and the queue
-        # the target reports comes after the abort: the schedule may have had the aborted
-        # request at its head, which the reported queue no longer shows.
-        state = self.ledger.state
-        if self.ledger.properties.stops_early and any(
-            state.get(rid) == WAITING for rid in event.finished
-        ):
+        # The schedule may have had a request aborted from the queue at its head (4.9).
+        if self.ledger.properties.stops_early and event.finished_outside_the_batch:
             return None
         # next(iter(...)): the head without materialising a long queue
         head = next(iter(event.waiting), None) if event.waiting else self.ledger.head()

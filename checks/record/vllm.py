@@ -172,7 +172,7 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
 def _token(request: Any, end: EarlyEnd | None) -> int:
     """The token the step samples for ``request``: the stop token at its early stop, if it
     has one, else its own next id."""
-    if end is not None and end == ("stop", request.num_output_tokens + 1):
+    if end == ("stop", request.num_output_tokens + 1):
         return STOP_TOKEN
     return output_token(request.request_id, request.num_tokens)
 
