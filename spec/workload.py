@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .bounds import (
+    LIMIT_FIELDS,
+    MAX_ARRIVAL,
+    MAX_ID_LENGTH,
+    MAX_OUTPUT_TOKENS,
+    MAX_PROMPT_TOKENS,
+    MAX_REQUESTS,
+    REQUEST_FIELDS,
+    REQUEST_NUMBERS,
+)
 from .json_fields import WorkloadError as WorkloadError
 from .json_fields import integer as _integer
 from .json_fields import reject_unknown as _reject_unknown
@@ -94,33 +104,6 @@ def peak_pages(request: Request, page_size: int) -> int:
 
 
 _TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
-
-# Bounds of schemas/workload.schema.json. Far beyond any serving trace, they keep every run
-# finite and every structure small: the engine steps through each iteration up to the last
-# arrival, and a learner's state lists every free page of the pool.
-MAX_LIMIT = 65_536
-"""The most decode slots, and the largest page size."""
-MAX_POOL_PAGES = 1 << 20
-MAX_ARRIVAL = 100_000
-"""The latest arrival: the engine steps through every iteration before it (0.2 s per 10,000
-idle iterations of the reference, more through a target's host process)."""
-MAX_PROMPT_TOKENS = 1_000_000
-MAX_OUTPUT_TOKENS = 100_000
-"""Each output token is an iteration of the engine loop."""
-MAX_REQUESTS = 100_000
-MAX_ID_LENGTH = 256
-
-_LIMIT_FIELDS = {  # field -> (minimum, maximum)
-    "batch_limit": (1, MAX_LIMIT),
-    "page_size": (1, MAX_LIMIT),
-    "pool_pages": (1, MAX_POOL_PAGES),
-}
-_REQUEST_FIELDS = {
-    "id": None,
-    "arrival": (0, MAX_ARRIVAL),
-    "prompt_tokens": (0, MAX_PROMPT_TOKENS),
-    "output_tokens": (1, MAX_OUTPUT_TOKENS),
-}
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -206,18 +189,13 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
     }
 
 
-def _numbers(r: Request) -> dict[str, Any]:
-    return {"id": r.id, "arrival": r.arrival, "prompt_tokens": r.prompt_tokens,
-            "output_tokens": r.output_tokens}  # fmt: skip
-
-
 def _parse_limits(raw: Any, source: str) -> Limits:
     where = f"{source}: limits"
     if not isinstance(raw, Mapping):
         raise WorkloadError(f"{where}: must be a JSON object, got {json_kind(raw)}")
-    _reject_unknown(raw, set(_LIMIT_FIELDS), source, "limits")
+    _reject_unknown(raw, set(LIMIT_FIELDS), source, "limits")
     values = {}
-    for field, bounds in _LIMIT_FIELDS.items():
+    for field, bounds in LIMIT_FIELDS.items():
         if field not in raw:
             raise WorkloadError(f"{where}: missing field '{field}'")
         values[field] = _integer(raw[field], bounds, f"{where}: field '{field}'")
@@ -239,11 +217,13 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     requests: list[Request] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
-        label = f"{source}: request #{index}"
-        named = isinstance(item, Mapping) and is_text(item.get("id"))
-        if named and len(item["id"]) <= MAX_ID_LENGTH:
-            label = f"{source}: request #{index} ('{item['id']}')"
-        request = parse_request(item, label)
+        request = _plain_request(item, MAX_ARRIVAL)
+        if request is None or request.id in seen:
+            label = f"{source}: request #{index}"
+            named = isinstance(item, Mapping) and is_text(item.get("id"))
+            if named and len(item["id"]) <= MAX_ID_LENGTH:
+                label = f"{source}: request #{index} ('{item['id']}')"
+            request = parse_request(item, label)
         if request.id in seen:
             raise WorkloadError(
                 f"{label}: duplicate request id '{request.id}' "
@@ -257,10 +237,13 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
 def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> Request:
     """One request's JSON object, validated (section 1.1); ``label`` says where it is. An event
     log that declares requests as they come allows arrivals up to ``latest_arrival``."""
+    plain = _plain_request(item, latest_arrival)
+    if plain is not None:
+        return plain
     if not isinstance(item, Mapping):
         raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-    _reject_unknown(item, {*_REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
-    for field in _REQUEST_FIELDS:
+    _reject_unknown(item, {*REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
+    for field in REQUEST_FIELDS:
         if field not in item:
             raise WorkloadError(f"{label}: missing field '{field}'")
     request_id = item["id"]
@@ -275,12 +258,29 @@ def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> R
             (0, latest_arrival) if field == "arrival" else bounds,
             f"{label}: field '{field}'",
         )
-        for field, bounds in _REQUEST_FIELDS.items()
-        if bounds is not None
+        for field, bounds in REQUEST_NUMBERS.items()
     }
     lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
     optional = parse_optional(item, numbers["prompt_tokens"], label)
     return Request(request_id, *lengths, **optional)
+
+
+def _plain_request(item: Any, latest_arrival: int) -> Request | None:
+    """The request of a document of well-formed required fields only, else ``None``: most are
+    so, and they read with no error text made for each (:func:`parse_request` makes it)."""
+    if type(item) is not dict or len(item) != len(REQUEST_FIELDS):
+        return None
+    rid, arrival = item.get("id"), item.get("arrival")
+    prompt, output = item.get("prompt_tokens"), item.get("output_tokens")
+    if type(rid) is not str or not 0 < len(rid) <= MAX_ID_LENGTH or not is_text(rid):
+        return None
+    if type(arrival) is not int or type(prompt) is not int or type(output) is not int:
+        return None
+    if not 0 <= arrival <= latest_arrival or not 0 <= prompt <= MAX_PROMPT_TOKENS:
+        return None
+    if not 1 <= output <= MAX_OUTPUT_TOKENS:
+        return None
+    return Request(rid, arrival, prompt, output)
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:

@@ -29,13 +29,16 @@ from kvsched.spec.strict_json import decode_json
 T = TypeVar("T")
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BUFFER = 1 << 20
+"""Bytes read at a time: with the default 8 KiB, reading the lines of a log costs four times as
+much (a read per few lines)."""
 _ENCODER = msgspec.json.Encoder()
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """The lines of the log at ``path``, numbered from 1, without their line ends."""
     try:
-        raw = path.open("rb")
+        raw = path.open("rb", buffering=_BUFFER)
     except OSError as error:
         raise EventLogError(f"{path}: cannot read the event log ({error.strerror})") from None
     number = 0
