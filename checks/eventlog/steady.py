@@ -14,9 +14,11 @@ tests/test_steady.py runs both paths over clean and broken logs and compares fin
 figures.
 
 Laziness: a request that decodes in every line taken in is counted lazily
-(:mod:`.steady_lazy`): its steps are counted into the ledgers only when it finishes or a line is
-declined. A line on which a request falls due (its next page boundary, or its last token) without
-being named is declined; a line that names it checks it with its counts as of that line.
+(:mod:`.steady_lazy`): its steps are counted into the ledgers only when a line is declined (a
+request that finishes first is forgotten by every ledger, its steps never counted). A line on
+which a request falls due (its next page boundary, or its last token) without being named is
+declined; a line that names it checks it with its counts as of that line. Who holds which page
+is told to the monitor's page ledger only when a line is declined, too (:mod:`.steady_pages`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from kvsched.checks.eventlog.ids import decode_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
 from kvsched.checks.eventlog.steady_ops import SortedOps, sort_ops
+from kvsched.checks.eventlog.steady_pages import DeferredPages
 from kvsched.checks.eventlog.steady_recent import TakenLines, Undo
-from kvsched.checks.eventlog.version2 import Admit, Alloc, IterationLine
+from kvsched.checks.eventlog.version2 import IterationLine
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
@@ -41,9 +44,10 @@ class SteadyDecode:
 
     def __init__(self, monitor: Monitor, meter: Meter, lowering: Lowering) -> None:
         self.monitor, self.meter, self.lowering = monitor, meter, lowering
-        self.requests, self.pages = monitor.requests, monitor.pages
+        self.requests, self.ledger = monitor.requests, monitor.pages
         self.page_size = monitor.limits.page_size
         self.batch_limit = monitor.limits.batch_limit
+        self.usable = monitor.pages.usable
         self.static = "BATCH-2" in monitor.applicable
         self.work_conserving = (
             "BATCH-3" in monitor.applicable and not monitor.properties.estimate_admission
@@ -51,8 +55,9 @@ class SteadyDecode:
         self.peak = monitor.properties.admission == "peak"
         self.clock = 0
         """Lines taken in so far."""
-        self.counts = LazyCounts(monitor, meter)
+        self.counts = LazyCounts(monitor, meter, lowering.tables)
         self.lazy, self.outputs = self.counts.lazy, self.counts.outputs
+        self.pages = DeferredPages(monitor.pages, lowering.tables)
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
         self.decode_raw = msgspec.Raw(b"[]")
@@ -63,10 +68,11 @@ class SteadyDecode:
         """The lowering's batch as a tuple, while no line has changed it since it was made."""
         self.begun = 0
 
-    def take(self, line: IterationLine, waiting: tuple[str, ...]) -> tuple[str, ...] | None:
-        """The requests ``line`` (its queue ``waiting``) finished if it is taken in; ``None`` if
-        the full path is to judge it, every count then brought up to date for its lowering."""
-        finished = self._take(line, waiting)
+    def take(self, line: IterationLine, waiting: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """The requests ``line`` (its queue ``waiting``, ``None`` if it names a request the
+        log does not know) finished if it is taken in; ``None`` if the full path is to judge it,
+        every count then brought up to date for its lowering."""
+        finished = None if waiting is None else self._take(line, waiting)
         if finished is None:
             self.flush()
         return finished
@@ -75,18 +81,20 @@ class SteadyDecode:
         monitor = self.monitor
         if monitor.finding is not None or line.tables is not None:
             return None
+        if line.iteration != monitor.iteration + 1:
+            return None  # misnumbered: the reader says so
         monitor.begin(line.iteration)
         self.begun = line.iteration
-        requests, pages, lazy = self.requests, self.pages, self.lazy
-        state, active = requests.state, requests.active
+        requests, lazy = self.requests, self.lazy
+        active = requests.active
         if line.iteration > requests.bound and not requests.drained():
             return None
-        ops = sort_ops(line, state, active, pages, self.static)
+        ops = sort_ops(line, requests.state, active, self.ledger, self.static)
         if ops is None:
             return None
-        schedule, admitted, grown, fresh = ops.schedule, ops.admitted, ops.grown, ops.fresh
-        computes, finishes, frees = ops.computes, ops.finishes, ops.frees
-        raw = ops.decode
+        allocs, admitted, grown, fresh, raw, computes, finishes, frees = ops
+        if fresh and not self.pages.all_free(fresh):
+            return None
         if raw is None:
             decoding: tuple[str, ...] = ()
         elif raw == self.decode_raw:
@@ -109,7 +117,7 @@ class SteadyDecode:
             for rid in joiners:
                 if rid not in active or rid in computes:
                     return None
-                if not self.counts.may_join(rid, self.lowering.tables):
+                if not self.counts.may_join(rid, self.pages.changed):
                     return None
         batch = len(active) + len(admitted)
         if batch == 0 or batch > self.batch_limit or len(decoding) + len(computes) != batch:
@@ -122,7 +130,7 @@ class SteadyDecode:
                 return None
         if self.peak and admitted:
             reserve = sum(requests.reservation(rid) for rid in admitted)
-            if requests.committed + reserve > pages.usable:
+            if requests.committed + reserve > self.usable:
                 return None
         queued = waiting or len(requests.queue) > len(admitted)
         if batch < self.batch_limit and self.work_conserving and queued:
@@ -132,42 +140,69 @@ class SteadyDecode:
         if admitted and self._out_of_order(line.iteration, tuple(admitted)):
             return None
         # Everyone the line names, or who falls due now, is checked with their counts after it.
-        if clock in self.counts.dues:
-            for rid in self.counts.named(clock):
-                if rid not in grown and rid not in finishes:
+        due_now = self.counts.dues.get(clock)
+        if due_now:
+            due = self.counts.due
+            for rid in due_now:
+                if due.get(rid) == clock and rid not in grown and rid not in finishes:
                     return None
-        # LazyCounts.steady_after for the decoding requests, inlined: this runs for every page a
-        # line allocates.
-        kv, generated, tables, outputs = requests.kv, requests.generated, pages.tables, self.outputs
-        page_size = self.page_size
-        for rid in (*grown, *finishes, *joiners):
-            if rid in lazy or rid in joiners:
-                step = clock - lazy.get(rid, clock - 1)
-                held = len(tables.get(rid, ())) + grown.get(rid, 0)
-                if held != -(-(kv[rid] + step) // page_size):
-                    return None
-                if (generated[rid] + step == outputs[rid]) != (rid in finishes):
-                    return None
+        named = self._steady(clock, grown, finishes, joiners)
+        if named is None:
+            return None
         for rid, amount in computes.items():
             if not self.counts.computes(rid, amount, grown.get(rid, 0), rid in finishes):
                 return None
         freed = 0
+        tables = self.lowering.tables
         for rid in finishes:
-            table = pages.tables.get(rid, ())
+            table = tables.get(rid, ())
             given = frees.get(rid, ())
             if len(given) != len(table) + grown.get(rid, 0):
                 return None
-            freed += len(given)
-        for rid, given in frees.items():
-            owned = set(pages.tables.get(rid, ()))
+            owned = set(table)
             if rid in grown:
-                owned |= _pages_of(schedule, rid)
+                owned.update(p for op in allocs if op.request == rid for p in op.pages)  # type: ignore[union-attr]
             if set(given) != owned:
                 return None
-        if line.free_pages != pages.usable - len(pages.holders) - len(fresh) + freed:
+            freed += len(given)
+        if line.free_pages != self.usable - self.pages.held() - len(fresh) + freed:
             return None
-        self._apply(line, waiting, ops, decoding, joiners)
+        self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)
+
+    def _steady(
+        self, clock: int, grown: dict[str, int], finishes: dict[str, None], joiners: list[str]
+    ) -> dict[str, int] | None:
+        """The lazy requests the line at ``clock`` names, and the joiners, shown steady after
+        it: their pages cover their KV minimally (PAGE-1) and each finishes exactly at its last
+        token (REQ-2). Each that decodes on, with the clock it next falls due at; ``None`` if
+        one is not steady. Inlined :meth:`LazyCounts.steady_after`: this runs for every page a
+        line allocates."""
+        lazy, kv, generated, outputs = (
+            self.lazy,
+            self.requests.kv,
+            self.requests.generated,
+            self.outputs,
+        )
+        tables, page_size = self.lowering.tables, self.page_size
+        named: dict[str, int] = {}
+        for rid in (*grown, *finishes, *joiners) if finishes or joiners else grown:
+            since = lazy.get(rid)
+            if since is None:
+                if rid not in joiners:
+                    continue
+                since = clock - 1
+            step = clock - since
+            held = len(tables.get(rid, ())) + grown.get(rid, 0)
+            now = kv[rid] + step
+            if held != -(-now // page_size):
+                return None
+            left = outputs[rid] - generated[rid] - step
+            if (left == 0) != (rid in finishes):
+                return None
+            if left:
+                named[rid] = clock + min(held * page_size - now + 1, left)
+        return named
 
     def _out_of_order(self, n: int, admitted: tuple[str, ...]) -> bool:
         """BATCH-4 as the monitor checks it (a pure check under fcfs and none)."""
@@ -181,37 +216,29 @@ class SteadyDecode:
         ops: SortedOps,
         decoding: tuple[str, ...],
         joiners: list[str],
+        named: dict[str, int],
     ) -> None:
         """Every count moved as the full path would move it for a line shown clean."""
-        schedule, computes = ops.schedule, ops.computes
-        finishes, frees, grown = ops.finishes, ops.frees, ops.grown
-        n, requests, pages = line.iteration, self.requests, self.pages
-        lowering, meter = self.lowering, self.meter
+        allocs, admitted, grown, fresh, _, computes, finishes, frees = ops
+        requests, lowering, meter = self.requests, self.lowering, self.meter
         tables = lowering.tables
         # The batch changes only by an admission or a finish: most lines reuse the last tuple.
         batch = self.batch or tuple(lowering.batch)
-        self.batch = None if ops.admitted or finishes else batch
-        undo: Undo = {}  # the tables the line changes, as they were before it
-        joined: dict[str, None] = {}
-        holders, live = pages.holders, pages.tables
-        for op in schedule:
-            if type(op) is Admit:
-                requests.admit(n, (op.request,), joined)
-                joined[op.request] = None
-                lowering.batch[op.request] = None
-            else:  # PageLedger.take_fresh, inlined: a line allocates about three times
-                rid, given = op.request, op.pages  # type: ignore[union-attr]
-                for page in given:  # type: ignore[union-attr]
-                    holders[page] = {rid}
-                live[rid] = live.get(rid, ()) + given  # type: ignore[operator]
-                table = tables.get(rid, ())
-                if rid not in undo:
-                    undo[rid] = table
-                tables[rid] = table + given  # type: ignore[operator]
-        for rid in frees:
-            if rid not in undo:
-                undo[rid] = tables.get(rid, ())
-        self.taken.record(line, waiting, batch, undo)
+        self.batch = None if admitted or finishes else batch
+        # What undoing the line needs beyond its allocations: the tables it ended or began.
+        before: Undo = {rid: tables.get(rid) for rid in finishes} if finishes else {}
+        self.taken.record(line, waiting, batch, before)
+        for rid in admitted:
+            requests.join(rid)
+            lowering.batch[rid] = None
+        for op in allocs:
+            rid = op.request
+            table = tables.get(rid)
+            if table is None:
+                table = before.setdefault(rid, None) or ()
+            tables[rid] = table + op.pages  # type: ignore[operator]
+        if grown:
+            self.pages.take(grown, fresh)
         self.clock = clock = self.clock + 1
         lazy = self.lazy
         for rid in joiners:
@@ -225,47 +252,34 @@ class SteadyDecode:
             if kv[rid] > most[rid]:
                 progress.value += kv[rid] - most[rid]
                 most[rid] = kv[rid]
-            before = meter.kv[rid]
-            meter.recomputed += max(0, min(amount, meter.most[rid] - before))
-            meter.kv[rid] = before + amount
+            before_kv = meter.kv[rid]
+            meter.recomputed += max(0, min(amount, meter.most[rid] - before_kv))
+            meter.kv[rid] = before_kv + amount
             meter.generated[rid] += 1
             meter.most[rid] = max(meter.most[rid], meter.kv[rid])
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts
-        if joiners or grown:
-            counts.schedule((*joiners, *grown), clock, finishes)
+        if named:
+            counts.schedule(named)
         counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
-        # No page is shared in scope, so the pages held are the batch's distinct pages.
         if waiting and len(requests.active) < self.batch_limit:
-            meter.count_idle(len(requests.active), waiting, lambda: len(pages.holders))
-        if finishes:
-            self._finish(n, finishes, frees)
+            meter.count_idle(len(requests.active), waiting, self.pages.held)
+        for rid in finishes:
+            # Every ledger forgets a finished request: its lazy steps are never counted in.
+            counts.forget(rid)
+            requests.leave(rid)
+            tables.pop(rid, None)
+            lowering.batch.pop(rid, None)
+            meter.forget(rid)
+            self.pages.give_back(rid, frees.get(rid, ()))
         self.monitor.order.keep(waiting)
         self.last_decode = None if finishes else decoding
 
-    def _finish(self, n: int, finishes: dict[str, None], frees: dict[str, tuple[int, ...]]) -> None:
-        """The finished requests leave every ledger with their pages, brought up to date first."""
-        counts, clock = self.counts, self.clock
-        for rid in finishes:
-            if rid in counts.lazy:
-                counts.bring(rid, clock)
-        self.requests.finish(n, (), tuple(finishes))
-        # What PageLedger.release and drop do for pages already shown to be exactly the
-        # request's own: no page is shared in scope, so each has that one holder.
-        holders, live, tables = self.pages.holders, self.pages.tables, self.lowering.tables
-        for given in frees.values():
-            for page in given:
-                del holders[page]
-        for rid in finishes:
-            live.pop(rid, None)
-            tables.pop(rid, None)
-            self.lowering.batch.pop(rid, None)
-            self.meter.forget(rid)
-            counts.forget(rid)
-
     def flush(self) -> None:
-        """Bring every count up to date, and the monitor's recent events, for the full path."""
+        """Bring every count up to date, the page ledger, and the monitor's recent events, for
+        the full path."""
         self.counts.bring_all(self.clock)
+        self.pages.tell()
         self.last_decode = None
         self.batch = None
         self.monitor.recent.extend(self.taken.replay(self.lowering))
@@ -277,7 +291,3 @@ class SteadyDecode:
         if self.begun == event.iteration:
             return self.monitor.judge(event)
         return self.monitor.observe(event)
-
-
-def _pages_of(schedule: list[Admit | Alloc], rid: str) -> set[int]:
-    return {p for op in schedule if type(op) is Alloc and op.request == rid for p in op.pages}  # type: ignore[union-attr]

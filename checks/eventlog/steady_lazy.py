@@ -10,7 +10,7 @@ advance (its next page boundary, or its last token); a line that names it notes 
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Mapping
 
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
@@ -20,12 +20,16 @@ from kvsched.spec.workload import pages_for
 class LazyCounts:
     """The requests decoding lazily, the clock each one's counts are as of, and their dues."""
 
-    def __init__(self, monitor: Monitor, meter: Meter) -> None:
+    def __init__(
+        self, monitor: Monitor, meter: Meter, tables: Mapping[str, tuple[int, ...]]
+    ) -> None:
         requests = monitor.requests
         self.kv, self.generated = requests.kv, requests.generated
         self.most = monitor.liveness.progress.most
         self.meter_kv, self.meter_generated, self.meter_most = meter.kv, meter.generated, meter.most
-        self.tables = monitor.pages.tables
+        self.tables = tables
+        """The live tables as the log built them (the reader's), kept by the fast path."""
+        self.ledger = monitor.pages.tables
         self.page_size = monitor.limits.page_size
         # The ledger's own: they grow with the requests a log declares as they come.
         self.outputs, self.prompts = requests.outputs, requests.prompts
@@ -36,10 +40,11 @@ class LazyCounts:
         self.dues: dict[int, list[str]] = {}
         """The requests that fell due at each clock (some since named again, and moved on)."""
 
-    def may_join(self, rid: str, lowered: Mapping[str, tuple[int, ...]]) -> bool:
+    def may_join(self, rid: str, told: Container[str]) -> bool:
         """Whether a request of the batch may start decoding lazily: its counts agree in every
-        ledger (``lowered``: the reader's tables), and each decode step adds one KV token beyond
-        the most it held (LIVE-3, EFF-4)."""
+        ledger (the page ledger's table, unless its table changed since the ledger was last
+        ``told``, is the reader's), and each decode step adds one KV token beyond the most it
+        held (LIVE-3, EFF-4)."""
         kv, generated = self.kv[rid], self.generated[rid]
         lag = self.prompts[rid] + generated - kv
         return (
@@ -48,7 +53,7 @@ class LazyCounts:
             and self.meter_kv[rid] == kv
             and self.meter_most[rid] == kv
             and self.meter_generated[rid] == generated
-            and len(lowered.get(rid, ())) == len(self.tables.get(rid, ()))
+            and (rid in told or len(self.tables.get(rid, ())) == len(self.ledger.get(rid, ())))
         )
 
     def computes(self, rid: str, amount: int, grown: int, finishes: bool) -> bool:
@@ -70,11 +75,6 @@ class LazyCounts:
             return False
         return (self.generated[rid] + made == self.outputs[rid]) == finishes
 
-    def named(self, clock: int) -> list[str]:
-        """The requests a line at ``clock`` must name."""
-        due = self.due
-        return [rid for rid in self.dues.get(clock, ()) if due.get(rid) == clock]
-
     def bring(self, rid: str, clock: int) -> None:
         """Count ``rid``'s steady steps into every ledger, as of ``clock``."""
         steps = clock - self.lazy[rid]
@@ -89,18 +89,11 @@ class LazyCounts:
             self.meter_most[rid] = meter_kv[rid]
         self.lazy[rid] = clock
 
-    def schedule(self, named: Iterable[str], clock: int, finishing: Container[str]) -> None:
-        """Note when each lazy request of ``named`` but the ``finishing``, its counts unchanged
-        since it was named at ``clock``, next falls due: the line it needs a page more in, or
-        the line of its last token."""
-        lazy, kv, generated, outputs = self.lazy, self.kv, self.generated, self.outputs
-        tables, page_size, due, dues = self.tables, self.page_size, self.due, self.dues
-        for rid in named:
-            if rid not in lazy or rid in finishing:
-                continue
-            steps = clock - lazy[rid]
-            boundary = len(tables.get(rid, ())) * page_size - kv[rid] - steps + 1
-            when = clock + min(boundary, outputs[rid] - generated[rid] - steps)
+    def schedule(self, named: Mapping[str, int]) -> None:
+        """Note when each request of ``named``, lazy and named in a line just taken in, next
+        falls due: the line it needs a page more in, or the line of its last token."""
+        due, dues = self.due, self.dues
+        for rid, when in named.items():
             due[rid] = when
             if when in dues:
                 dues[when].append(rid)
@@ -108,7 +101,7 @@ class LazyCounts:
                 dues[when] = [rid]
 
     def forget(self, rid: str) -> None:
-        """``rid`` finished, its counts brought in."""
+        """``rid`` finished: every ledger forgets its counts, so they are not brought in."""
         self.lazy.pop(rid, None)
         self.due.pop(rid, None)
 

@@ -44,34 +44,21 @@ def in_scope(header: LogHeader, monitor: Monitor) -> bool:
     )
 
 
-class SortedOps:
-    """A line's operations by kind, for a line the fast path may take in; its decode list as
-    the line gives it (raw JSON), or ``None``."""
-
-    __slots__ = (
-        "admitted",
-        "computes",
-        "decode",
-        "finishes",
-        "frees",
-        "fresh",
-        "grown",
-        "schedule",
-    )
-
-    def __init__(
-        self,
-        schedule: list[Admit | Alloc],
-        admitted: dict[str, None],
-        grown: dict[str, int],
-        fresh: set[int],
-        decode: msgspec.Raw | None,
-        computes: dict[str, int],
-        finishes: dict[str, None],
-        frees: dict[str, tuple[int, ...]],
-    ) -> None:
-        self.schedule, self.admitted, self.grown, self.fresh = schedule, admitted, grown, fresh
-        self.decode, self.computes, self.finishes, self.frees = decode, computes, finishes, frees
+SortedOps = tuple[
+    list[Alloc],
+    dict[str, None],
+    dict[str, int],
+    set[int],
+    "msgspec.Raw | None",
+    dict[str, int],
+    dict[str, None],
+    dict[str, tuple[int, ...]],
+]
+"""A line's operations by kind, for a line the fast path may take in: its allocations, the
+requests admitted, the
+pages each request gained, the fresh pages (in the pool, not reserved, none twice), the decode
+list as the line gives it (raw JSON, or ``None``), the tokens each request computed, the
+requests finished and the pages each gave back."""
 
 
 def sort_ops(
@@ -82,9 +69,10 @@ def sort_ops(
     static: bool,
 ) -> SortedOps | None:
     """The operations of ``line`` sorted, if each is of a kind and in a place the fast path
-    takes: fresh pages in the pool for a request of the batch, admissions of waiting requests
-    (under static batching only into an empty batch), at most one decode list."""
-    schedule: list[Admit | Alloc] = []
+    takes: pages of the pool for a request of the batch (whether another holds them is the
+    caller's to say), admissions of waiting requests (under static batching only into an empty
+    batch), at most one decode list."""
+    allocs: list[Alloc] = []
     admitted: dict[str, None] = {}
     grown: dict[str, int] = {}
     given_all: list[int] = []
@@ -102,7 +90,7 @@ def sort_ops(
                 return None
             given_all += given
             grown[rid] = grown.get(rid, 0) + len(given)
-            schedule.append(op)  # type: ignore[arg-type]
+            allocs.append(op)  # type: ignore[arg-type]
         elif kind is Decode:
             if phase > 1 or decode is not None:
                 return None
@@ -114,7 +102,6 @@ def sort_ops(
             if static and active:
                 return None
             admitted[rid] = None
-            schedule.append(op)  # type: ignore[arg-type]
         elif kind is Compute:
             rid, amount = op.request, op.tokens  # type: ignore[union-attr]
             if phase > 1 or rid in computes or amount < 1:
@@ -143,14 +130,13 @@ def sort_ops(
             return None
     if len(tokens) != len(computes):
         return None
-    # Every page allocated is in the pool, usable, free and allocated once: C's loops, not ours.
+    # Every page allocated is in the pool, usable and allocated once: C's loops, not ours.
     fresh = set(given_all)
     if given_all and (
         len(fresh) != len(given_all)
         or min(given_all) < 0
         or max(given_all) >= pages.pool_pages
         or not pages.reserved.isdisjoint(fresh)
-        or not pages.holders.keys().isdisjoint(fresh)
     ):
         return None
-    return SortedOps(schedule, admitted, grown, fresh, decode, computes, finishes, frees)
+    return allocs, admitted, grown, fresh, decode, computes, finishes, frees

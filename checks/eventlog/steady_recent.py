@@ -1,9 +1,11 @@
 """The last lines the fast path (:mod:`.steady`) took in, kept to be lowered again on demand.
 
 A finding carries the events of its iteration and the two before it (``Finding.recent``). The
-fast path makes no event of a line it takes in, so it keeps the last few lines with what they
-changed (the batch before each, and the tables each touched as they were), and lowers them again
-only when the full path takes over: from the live tables, undoing the newest line first.
+fast path makes no event of a line it takes in, so it keeps the last few lines with the batch
+before each, and lowers them again only when the full path takes over: from the live tables,
+undoing the newest line first. A line taken in changes tables only by allocating at their end
+and by finishing requests, so undoing it cuts its allocations off and puts back the tables it
+ended or began, which it keeps.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from collections import deque
 
 from kvsched.checks.eventlog.lowering import Lowering
-from kvsched.checks.eventlog.version2 import IterationLine
+from kvsched.checks.eventlog.version2 import Alloc, IterationLine
 from kvsched.checks.monitor.runtime import RECENT
 from kvsched.spec.events import IterationEvent
 
-Undo = dict[str, tuple[int, ...]]
-"""The tables a line changed, as they were before it."""
+Undo = dict[str, tuple[int, ...] | None]
+"""The tables a line ended (its finished requests') or began, as they were before it (``None``:
+no table)."""
 Taken = tuple[IterationLine, tuple[str, ...], tuple[str, ...], Undo]
 """A line, its queue, the batch before it and its :data:`Undo`."""
 
@@ -31,7 +34,7 @@ class TakenLines:
         self, line: IterationLine, waiting: tuple[str, ...], batch: tuple[str, ...], undo: Undo
     ) -> None:
         """``line`` (its queue ``waiting``), taken in: the batch was ``batch`` before it, and
-        the tables it changed were ``undo``."""
+        the tables it ended or began were ``undo``."""
         self.lines.append((line, waiting, batch, undo))
 
     def replay(self, lowering: Lowering) -> list[IterationEvent]:
@@ -40,11 +43,15 @@ class TakenLines:
         tables = dict(lowering.tables)
         states = []
         for line, waiting, batch, undo in reversed(self.lines):
-            for rid, table in undo.items():
-                if table:
-                    tables[rid] = table
-                else:
+            for op in reversed(line.ops):
+                if type(op) is Alloc and op.request not in undo:
+                    table = tables[op.request]
+                    tables[op.request] = table[: len(table) - len(op.pages)]  # type: ignore[arg-type]
+            for rid, ended in undo.items():
+                if ended is None:
                     tables.pop(rid, None)
+                else:
+                    tables[rid] = ended
             states.append((line, waiting, batch, dict(tables)))
         self.lines.clear()
         return [

@@ -21,9 +21,9 @@ from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Request, WorkloadError, check_fits, parse_request
 
-Skip = Callable[[IterationLine, tuple[str, ...]], "tuple[str, ...] | None"]
-"""Takes a version-2 line (and its queue) in without an event, returning the requests it
-finished, or declines (None)."""
+Skip = Callable[[IterationLine, "tuple[str, ...] | None"], "tuple[str, ...] | None"]
+"""Takes a version-2 line (and its queue, ``None`` if it names a request the log does not
+know) in without an event, returning the requests it finished, or declines (None)."""
 Declare = Callable[[Request], None]
 """Told of each request a request line declares, before the lines that follow it (8.7)."""
 
@@ -75,9 +75,9 @@ class LogReader:
         the iteration lines that follow it are read.
 
         ``skip``, for version 2, is offered each well-formed iteration line in turn, with its
-        queue (its number checked, its queue of known requests), before it is lowered. If it
-        takes the line in, it returns the requests the line finished, and no event is made of
-        the line."""
+        queue (``None`` if the queue names a request the log does not know), before it is
+        lowered. If it takes the line in, it returns the requests the line finished, and no
+        event is made of the line."""
         lowering, queue, name = self.lowering, self._queue, str(self.path)
         for number, line in self._lines:
             where = f"{name}: line {number}"  # the one text made for a line that is not wrong
@@ -97,9 +97,7 @@ class LogReader:
                     waiting = queue.read(read.waiting, where)
                     if (
                         skip is not None
-                        and read.iteration == self.iterations + 1
-                        and queue.known
-                        and (finished := skip(read, waiting)) is not None
+                        and (finished := skip(read, waiting if queue.known else None)) is not None
                     ):
                         self.iterations += 1
                         self._finished(finished)

@@ -83,7 +83,7 @@ class RequestLedger:
         return next(iter(self.queue), None)
 
     def unfinished(self) -> list[str]:
-        return list(self.requests)  # a request leaves it when it finishes (forget)
+        return list(self.requests)  # a request leaves it when it finishes (leave)
 
     def drained(self) -> bool:
         return not self.requests
@@ -93,16 +93,14 @@ class RequestLedger:
         """Queue every request with ``arrival < iteration`` not yet arrived (3.1); those queued
         now, in queue order."""
         queued: list[str] = []
-        while (
-            self.next_arrival < len(self.arrivals)
-            and self.arrivals[self.next_arrival].arrival < iteration
-        ):
-            request = self.arrivals[self.next_arrival]
+        arrivals, state = self.arrivals, self.state
+        while self.next_arrival < len(arrivals) and arrivals[self.next_arrival].arrival < iteration:
+            rid = arrivals[self.next_arrival].id
             self.next_arrival += 1
-            if request.id not in self.state:  # not already arrived by an explicit operation
-                self.state[request.id] = WAITING
-                self.queue[request.id] = None
-                queued.append(request.id)
+            if rid not in state:  # not already arrived by an explicit operation
+                state[rid] = WAITING
+                self.queue[rid] = None
+                queued.append(rid)
         return queued
 
     def arrive_now(self, n: int, request_id: str) -> Finding | None:
@@ -216,12 +214,16 @@ class RequestLedger:
                     rid,
                     *batch_before[:3],
                 )
-            del self.queue[rid]
-            self.admitted_with[rid] = self.generated[rid]
-            self.state[rid] = ACTIVE
-            self.active[rid] = None
-            self.committed += self.reservation(rid)
+            self.join(rid)
         return None
+
+    def join(self, rid: str) -> None:
+        """``rid``, waiting, joins the batch: shown to break nothing (:meth:`admit`)."""
+        del self.queue[rid]
+        self.admitted_with[rid] = self.generated[rid]
+        self.state[rid] = ACTIVE
+        self.active[rid] = None
+        self.committed += self.reservation(rid)
 
     # 3.5 Completion ---------------------------------------------------------------------------
     def finish(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:
@@ -260,17 +262,18 @@ class RequestLedger:
                     f"{made} of its {wanted} output tokens{self.fold_hint(rid) or early}",
                     rid,
                 )
-            self.state[rid] = FINISHED
-            if state == WAITING:
-                del self.queue[rid]
-            else:
-                del self.active[rid]
-                self.committed -= self.reservation(rid)
-            self.forget(rid)
+            self.leave(rid, state == WAITING)
         return None
 
-    def forget(self, rid: str) -> None:
-        """``rid`` finished: only its state stays, so memory follows the live requests."""
+    def leave(self, rid: str, waiting: bool = False) -> None:
+        """``rid`` finishes, from the batch or (``waiting``) the queue: shown to break nothing
+        (:meth:`finish`). Only its state stays, so memory follows the live requests."""
+        self.state[rid] = FINISHED
+        if waiting:
+            del self.queue[rid]
+        else:
+            del self.active[rid]
+            self.committed -= self.reservation(rid)
         for ledger in (self.requests, self.prompts, self.outputs, self.generated, self.kv):
             ledger.pop(rid, None)
         for optional in (self.moved, self.admitted_with, self.cut):
@@ -286,12 +289,11 @@ class RequestLedger:
 
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""
-        state = self.state.get(request_id)
-        if state is None and request_id not in self.requests:
-            return "not a request of the workload"
+        state = self.state.get(request_id)  # each state is named as a message says it
         if state is None:
-            return "not arrived yet"
-        return {WAITING: "waiting", FINISHED: "finished", ACTIVE: "active"}[state]
+            known = request_id in self.requests
+            return "not arrived yet" if known else "not a request of the workload"
+        return state
 
 
 def _found(invariant: str, iteration: int, message: str, *requests: str) -> Finding:

@@ -1,0 +1,114 @@
+"""The fast path's deferred page holders (checks/eventlog/steady_pages.py), and what it keeps to
+lower again the lines it took in (steady_recent.py).
+
+:class:`DeferredPages` tells the monitor's page ledger who holds which page only when the full
+path takes over. Driven at random beside a ledger kept page by page, it must count the pages
+held and say which pages are free as that ledger does at every step, and leave the ledger equal
+to it once told. The last lines taken in are lowered again from the live tables by undoing
+them; a line that allocates nothing, or one the reader does not offer the fast path, must still
+leave the full path's verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from test_steady import assert_same
+from test_steady_lazy import busy_rows
+
+from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.steady_pages import DeferredPages
+from kvsched.checks.monitor.pages import PageLedger
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits
+
+POOL = 24
+
+
+def test_deferred_pages_agree_with_a_ledger_kept_page_by_page() -> None:
+    rng = random.Random(20261201)
+    limits = Limits(batch_limit=4, page_size=4, pool_pages=POOL)
+    for trial in range(200):
+        eager = PageLedger(limits, TargetProperties())
+        told = PageLedger(limits, TargetProperties())
+        tables: dict[str, tuple[int, ...]] = {}
+        deferred = DeferredPages(told, tables)
+        free, serial = list(range(POOL)), 0
+        for _ in range(rng.randint(1, 60)):
+            step = rng.randrange(4)
+            if step == 0 and free:  # a request is admitted, or grows, with free pages
+                rid = rng.choice([*tables, f"r{serial}"]) if tables else f"r{serial}"
+                serial += rid == f"r{serial}"
+                given = tuple(
+                    free.pop(rng.randrange(len(free))) for _ in range(rng.randint(1, 3)) if free
+                )
+                assert deferred.all_free(set(given))
+                tables[rid] = tables.get(rid, ()) + given
+                deferred.take((rid,), given)
+                eager.take_fresh(rid, given)
+            elif step == 1 and tables:  # one finishes, giving back its whole table
+                rid = rng.choice(list(tables))
+                given = tables.pop(rid)
+                deferred.give_back(rid, given)
+                assert eager.release(0, rid, given, "finished") is None
+                eager.drop(0, rid, "finished")
+                free += given
+            elif step == 2:
+                deferred.tell()
+                assert told.holders == eager.holders, trial
+                assert told.tables == eager.tables, trial
+            else:
+                page = rng.randrange(POOL)
+                assert deferred.all_free({page}) == (page not in eager.holders), trial
+            assert deferred.held() == len(eager.holders), trial
+        deferred.tell()
+        assert (told.holders, told.tables) == (eager.holders, eager.tables), trial
+
+
+def _rows(tmp_path: Path) -> list[dict[str, object]]:
+    return busy_rows(tmp_path)
+
+
+def test_a_line_allocating_nothing_is_lowered_again_as_it_was(tmp_path: Path) -> None:
+    """An allocation of no pages, in a line taken fast: undoing it cuts nothing, and the lines
+    before a finding a few lines on are lowered again as the full path lowered them."""
+    rows = _rows(tmp_path)
+    iterations = [row for row in rows if row.get("type") == "iteration"]
+    line = iterations[len(iterations) // 2]
+    first = next(op for op in line["ops"] if op[0] == "decode")[1][0]  # type: ignore[index]
+    line["ops"].insert(0, ["alloc", first, []])  # type: ignore[union-attr]
+    for later in range(1, 4):  # and a finding a few lines on
+        broken = json.loads(json.dumps(rows))
+        target = iterations.index(line) + later
+        broken_line = [row for row in broken if row.get("type") == "iteration"][target]
+        broken_line["free_pages"] += 1
+        path = tmp_path / f"empty-alloc-{later}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+        assert_same(path)
+
+
+def test_a_queue_naming_a_finished_request_after_fast_lines(tmp_path: Path) -> None:
+    """The reader does not offer the fast path a line whose queue names a request that
+    finished: the full path judges it, from the live tables as the lines taken in left them
+    and with their events for the recent ones of a finding that follows."""
+    rows = _rows(tmp_path)
+    iterations = [row for row in rows if row.get("type") == "iteration"]
+    done = next(op[1] for row in iterations for op in row["ops"] if op[0] == "finish")  # type: ignore[union-attr]
+    later = iterations.index(
+        next(
+            row
+            for row in iterations
+            if [o for o in row["ops"] if o[0] == "finish" and o[1] == done]
+        )
+    )  # type: ignore[union-attr]
+    for at in range(later + 5, later + 35, 3):
+        broken = json.loads(json.dumps(rows))
+        lines = [row for row in broken if row.get("type") == "iteration"]
+        lines[at]["waiting"] = [done, *lines[at].get("waiting", [])]
+        lines[at + 1]["free_pages"] += 1  # a finding just after, with the line among its recent
+        path = tmp_path / f"finished-in-queue-{at}.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+        assert check_stream(path).fast_lines > 0
+        assert_same(path)
