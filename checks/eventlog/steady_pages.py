@@ -51,12 +51,11 @@ class DeferredPages:
     def give_back(self, rid: str, pages: tuple[int, ...]) -> None:
         """``rid`` finished and gave back ``pages``, shown to be its whole table."""
         taken = self.taken
-        since = taken.intersection(pages)
-        if since:
-            taken.difference_update(since)
-            self.given.update(p for p in pages if p not in since)
-        else:
-            self.given.update(pages)
+        before = len(taken)
+        taken.difference_update(pages)
+        if before - len(taken) < len(pages):  # some were held when the ledger was last told
+            holders = self.ledger.holders
+            self.given.update(p for p in pages if p in holders)
         self.changed.add(rid)
 
     def tell(self) -> None:

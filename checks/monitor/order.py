@@ -120,6 +120,10 @@ class OrderRules:
     def _fcfs(
         self, n: int, order: tuple[str, ...], out: tuple[str, ...], arrivals: Sequence[str]
     ) -> Finding | None:
+        if len(order) == 1 and not out:  # the usual admission: is it the queue's head?
+            reported = self.reported
+            if (reported[0] if reported else next(iter(arrivals), None)) == order[0]:
+                return None
         preempted, admitted, state = set(out), set(order), self.ledger.state
         queue: Iterator[str] = (
             rid
