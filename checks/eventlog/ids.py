@@ -11,11 +11,11 @@ than checking the line, so :class:`QueueReader` keeps the last queue with its JS
 only the new tail.
 
 It trusts only bytes it decoded before. The last queue's JSON must be canonical (compact, each
-id as msgspec writes it), which fixes where each of its ids starts. The new JSON must repeat the
-old one's bytes from the cut to the end, byte for byte. Whatever is new is decoded and validated.
-msgspec has already checked the new JSON's syntax, so a cut that matches cannot fall inside a
-string: the kept bytes would then hold an odd number of unescaped quotes. Any other change is
-decoded whole.
+id as msgspec writes it), which fixes where each of its ids starts and ends. The new JSON must
+repeat the old one's bytes from a cut between two ids to the end, byte for byte, and whatever
+follows them must decode as a list of ids written canonically. The new JSON is then whole ids
+decoded before and after, so it needs no other check: :meth:`QueueReader.accept` takes bytes no
+decoder has seen. Any other change is decoded whole.
 """
 
 from __future__ import annotations
@@ -83,13 +83,22 @@ class QueueReader:
         """The ids of the queue whose JSON is ``raw``; :class:`EventLogError` if it is not a list
         of ids. :attr:`known` says whether each is the workload's."""
         new = bytes(raw) or b"[]"  # an absent field: an empty queue
+        ids = self.accept(new)
+        if ids is None:
+            raise ids_error(new, "waiting", where)
+        return ids
+
+    def accept(self, new: bytes) -> tuple[str, ...] | None:
+        """:meth:`read` for JSON bytes that may be anything: the ids if they are a list of ids,
+        else ``None``, the queue read so far unchanged."""
         if new == self.raw:
             return self.ids
         ids = self._changed(new) if self.canonical and self.known and self.ids else None
         if ids is None:
-            ids = decode_ids(new)
-            if ids is None:
-                raise ids_error(new, "waiting", where)
+            try:
+                ids = _IDS.decode(new)
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                return None
             width = self.width
             self.known = all(rid in width for rid in ids)
             self.canonical = self.known and len(new) == _length(ids, width)
@@ -100,11 +109,16 @@ class QueueReader:
         """The new queue if it is the last one less up to :data:`_HEADS` heads, more a tail of
         the workload's requests, in canonical JSON; ``None`` if it is not."""
         old, ids, width = self.raw, self.ids, self.width
+        if new[:1] != b"[":
+            return None
         end = len(old) - 1  # the closing bracket
         cut = 1
         for heads in range(min(len(ids), _HEADS + 1)):
             if heads:
-                cut += width[ids[heads - 1]] + 1
+                head = width.get(ids[heads - 1])
+                if head is None:  # finished since, and forgotten: decode the queue whole
+                    return None
+                cut += head + 1
             kept = end - cut
             if new.startswith(old[cut:end], 1):
                 rest = new[1 + kept :]

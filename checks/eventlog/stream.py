@@ -16,7 +16,14 @@ from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.version1 import decode_v1
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine, RequestLine, line_keys
+from kvsched.checks.eventlog.version2 import (
+    DECODER,
+    IterationLine,
+    Line,
+    RequestLine,
+    line_keys,
+    split_queue,
+)
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Request, WorkloadError, check_fits, parse_request
@@ -87,14 +94,13 @@ class LogReader:
             if lowering is None:
                 decoded = decode_v1(line, where)
             else:
-                read = decode_line(DECODER, line, where, line_keys)
+                read, waiting = self._decode(line, where)
                 if isinstance(read, RequestLine):
                     request = self._declared(read, where)
                     if declare is not None:
                         declare(request)
                     continue
-                if isinstance(read, IterationLine):
-                    waiting = queue.read(read.waiting, where)
+                if isinstance(read, IterationLine) and waiting is not None:
                     if (
                         skip is not None
                         and (finished := skip(read, waiting if queue.known else None)) is not None
@@ -104,7 +110,7 @@ class LogReader:
                         continue
                     decoded = lowering.lower(read, waiting, where)
                 else:
-                    decoded = read.fault()
+                    decoded = read.fault()  # type: ignore[union-attr]
             if isinstance(decoded, SchedulerFault):
                 self.fault = decoded
                 continue
@@ -119,6 +125,18 @@ class LogReader:
             self.iterations += 1
             self._finished(decoded.finished)
             yield decoded
+
+    def _decode(self, line: bytes, where: str) -> tuple[Line, tuple[str, ...] | None]:
+        """A version-2 line, and its queue's ids if it is an iteration line."""
+        split = split_queue(line)
+        if split is not None:
+            waiting = self._queue.accept(split[1])
+            if waiting is not None:
+                return split[0], waiting
+        read = decode_line(DECODER, line, where, line_keys)
+        if isinstance(read, IterationLine):
+            return read, self._queue.read(read.waiting, where)
+        return read, None
 
     def _finished(self, finished: tuple[str, ...]) -> None:
         self._unfinished.difference_update(finished)
