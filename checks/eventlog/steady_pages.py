@@ -56,7 +56,12 @@ class DeferredPages:
         if before - len(taken) < len(pages):  # some were held when the ledger was last told
             holders = self.ledger.holders
             self.given.update(p for p in pages if p in holders)
-        self.changed.add(rid)
+        # The ledger forgets a table it knows; one it never knew leaves nothing to tell, and
+        # the memory kept follows the live requests however long the log.
+        if rid in self.ledger.tables:
+            self.changed.add(rid)
+        else:
+            self.changed.discard(rid)
 
     def tell(self) -> None:
         """Bring the ledger's holders and tables up to date, and start over."""
