@@ -1,6 +1,7 @@
 """The log-reading benchmarks' own code on a short log: the logs they write check clean, every
-mode of benchmarks/read_log.py reads every iteration, and the asv figures come out (the engine
-scheduler's log, which the full path judges, preempts).
+mode of benchmarks/read_log.py reads every iteration, benchmarks/line_kinds.py times every line
+once, and the asv figures come out (the engine scheduler's log, which the full path judges,
+preempts).
 
 ``benchmarks`` is asv's folder, not part of the installed package, so it runs here as asv and a
 reader run it: in a Python started in the project's root.
@@ -22,7 +23,7 @@ MODES = ("decode", "stream", "read", "check", "full", "monitor")
 SCRIPT = """
 import contextlib, io, json, sys
 from pathlib import Path
-from benchmarks import read_log
+from benchmarks import line_kinds, read_log
 from benchmarks.eventlog import EngineLogCheck, EventLogCheck, LongLogCheck
 from benchmarks.logs import write_engine_log, write_logs, write_long_log
 
@@ -33,6 +34,9 @@ for mode in sys.argv[2:]:
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         read_log.main(str(folder / "v2.jsonl.gz"), mode)
     out[mode] = printed.getvalue()
+with contextlib.redirect_stdout(io.StringIO()) as printed:
+    line_kinds.main(str(folder / "v2.jsonl"))
+out["kinds"] = printed.getvalue()
 bench = EventLogCheck()
 out["ips"] = bench.track_iterations_per_second(str(folder), "v2.jsonl")
 out["share"] = bench.track_fast_share(str(folder), "v2.jsonl.gz")
@@ -65,6 +69,9 @@ def test_the_benchmark_logs_and_figures(tmp_path: Path) -> None:
         assert figures[mode].startswith(f"{mode}: {iterations} iterations, "), figures[mode]
     assert figures["ips"] > 0 and figures["ratio"] > 0
     assert figures["share"] == 1.0
+    kinds = {row.split()[0]: int(row.split()[1]) for row in figures["kinds"].splitlines()[1:]}
+    assert kinds.keys() == {"admit", "decode-changed", "decode-only", "finish"}, figures["kinds"]
+    assert sum(kinds.values()) == iterations  # every line timed, once
     engine = check_stream(tmp_path / "engine.jsonl", all_findings=True)
     assert engine.finding is None, (engine.finding, engine.later)
     assert engine.fast_lines == 0 and figures["engine"] > 0  # the full path's figure
