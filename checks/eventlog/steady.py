@@ -262,6 +262,7 @@ class SteadyDecode:
         if named:
             counts.schedule(named)
         counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
+        # No page is shared in scope, so the pages held are the batch's distinct pages.
         if waiting and len(requests.active) < self.batch_limit:
             meter.count_idle(len(requests.active), waiting, self.pages.held)
         for rid in finishes:
