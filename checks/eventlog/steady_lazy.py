@@ -4,8 +4,9 @@ the rules that say a request's counts are steady.
 A request that decodes in every line taken in gains one KV token and one output token per line.
 Instead of counting them into the ledgers line by line, :class:`LazyCounts` notes the number of
 lines taken in (the clock) that a request's counts are as of, and counts the steps in only when
-the request finishes or the full path takes over. When a request must next be named is known in
-advance (its next page boundary, or its last token); a line that names it notes the next time.
+the full path takes over (a request that finishes first leaves every ledger with them uncounted).
+When a request must next be named is known in advance (its next page boundary, or its last
+token); a line that names it notes the next time.
 """
 
 from __future__ import annotations
