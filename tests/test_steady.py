@@ -2,7 +2,8 @@
 
 Both paths run over the same logs, with and without ``--all-findings``: clean logs of the
 reference policies and of the engine targets, the recorded logs of tests/logs, the zoo's mutants
-and thousands of logs broken at random, line by line. They must agree on everything a check
+and hundreds of logs broken at random, line by line, in small batches and in batches of 64 to 256
+(600 of those under ``-m slow``). They must agree on everything a check
 reports: the findings with their iterations, texts and recent events, the later findings, the
 efficiency figures and the iterations read, or raise the same error for a malformed log.
 """
@@ -211,3 +212,45 @@ def test_busy_shape_is_taken_fast_end_to_end(tmp_path: Path) -> None:
     checked = check_stream(path)
     assert checked.finding is None
     assert checked.fast_lines > checked.iterations * 3 // 4
+
+
+def big_batch_logs(tmp_path: Path, seed: int, count: int) -> list[Path]:
+    """Clean logs of 64 to 256 slots, pages of 1 to 16 tokens, tight and roomy pools."""
+    rng = random.Random(seed)
+    paths = []
+    for i in range(count):
+        batch, page = rng.choice((64, 128, 256)), rng.choice((1, 4, 16))
+        made = tuple(
+            Request(f"r{n}", n // rng.choice((2, 4, 8)), rng.randint(1, 60), rng.randint(1, 50))
+            for n in range(batch * 3)
+        )
+        most = max(-(-(r.prompt_tokens + r.output_tokens) // page) for r in made)
+        pool = max(most + 1, int(most * batch * rng.choice((0.3, 0.6, 1.0))))
+        workload = Workload(f"big-{i}", Limits(batch, page, pool), made)
+        policy, scheduler = rng.choice(
+            (("continuous", ContinuousScheduler), ("static", StaticScheduler))
+        )
+        recorded = run(workload, scheduler, policy)
+        properties = TargetProperties(policy=policy)
+        paths.append(write_v2(tmp_path / f"big-{i}.jsonl", recorded, properties))
+    return paths
+
+
+@pytest.mark.parametrize(
+    "trials", [pytest.param(60, id="ci"), pytest.param(600, id="deep", marks=pytest.mark.slow)]
+)
+def test_big_batches_broken_at_random_agree(trials: int, tmp_path: Path) -> None:
+    """Real batches hold 32 to 256 requests: the paths agree there too, on logs written
+    compactly (the reader's fast roads) or not."""
+    rng = random.Random(20261201 + trials)
+    clean = big_batch_logs(tmp_path, trials, 3 if trials < 100 else 8)
+    taken = 0
+    for trial in range(trials):
+        rows = [json.loads(line) for line in rng.choice(clean).read_text().splitlines()]
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            mutate(rows, rng)
+        separators = (",", ":") if rng.random() < 0.7 else (", ", ": ")
+        path = tmp_path / f"broken-{trial}.jsonl"
+        path.write_text("".join(json.dumps(row, separators=separators) + "\n" for row in rows))
+        taken += assert_same(path)
+    assert taken > 0
