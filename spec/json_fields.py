@@ -17,8 +17,13 @@ class WorkloadError(ValueError):
     """A workload is malformed. The message names the file, the request and the field."""
 
 
-def integer(value: Any, bounds: tuple[int, int], where: str) -> int:
+def integer(value: Any, bounds: tuple[int, int], where: str, field: str) -> int:
+    """``value``, the field ``field`` of what ``where`` names, if it is an integer within
+    ``bounds``; the text of an error is made only for a value that is wrong."""
     # bool is an int subclass in Python, but true/false is never a length in a workload file.
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value
+    where = f"{where}: field '{field}'"
     if type(value) is not int:
         raise WorkloadError(f"{where} must be an integer, got {json_kind(value)} {shown(value)}")
     minimum, maximum = bounds

@@ -16,8 +16,6 @@ from .bounds import (
     LIMIT_FIELDS,
     MAX_ARRIVAL,
     MAX_ID_LENGTH,
-    MAX_OUTPUT_TOKENS,
-    MAX_PROMPT_TOKENS,
     MAX_REQUESTS,
     REQUEST_FIELDS,
     REQUEST_NUMBERS,
@@ -198,7 +196,7 @@ def _parse_limits(raw: Any, source: str) -> Limits:
     for field, bounds in LIMIT_FIELDS.items():
         if field not in raw:
             raise WorkloadError(f"{where}: missing field '{field}'")
-        values[field] = _integer(raw[field], bounds, f"{where}: field '{field}'")
+        values[field] = _integer(raw[field], bounds, where, field)
     return Limits(**values)
 
 
@@ -217,16 +215,13 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     requests: list[Request] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(raw):
-        request = _plain_request(item, MAX_ARRIVAL)
-        if request is None or request.id in seen:
-            label = f"{source}: request #{index}"
-            named = isinstance(item, Mapping) and is_text(item.get("id"))
-            if named and len(item["id"]) <= MAX_ID_LENGTH:
-                label = f"{source}: request #{index} ('{item['id']}')"
-            request = parse_request(item, label)
+        try:
+            request = parse_request(item, "")
+        except WorkloadError as error:  # the label is made only for a request that is wrong
+            raise WorkloadError(_label(source, index, item) + str(error)) from None
         if request.id in seen:
             raise WorkloadError(
-                f"{label}: duplicate request id '{request.id}' "
+                f"{_label(source, index, item)}: duplicate request id '{request.id}' "
                 f"(first used by request #{seen[request.id]})"
             )
         seen[request.id] = index
@@ -234,15 +229,22 @@ def _parse_requests(raw: Any, source: str) -> tuple[Request, ...]:
     return tuple(requests)
 
 
+def _label(source: str, index: int, item: Any) -> str:
+    """Where a request of a workload file is, for an error about it."""
+    named = isinstance(item, Mapping) and is_text(item.get("id"))
+    if named and len(item["id"]) <= MAX_ID_LENGTH:
+        return f"{source}: request #{index} ('{item['id']}')"
+    return f"{source}: request #{index}"
+
+
 def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> Request:
-    """One request's JSON object, validated (section 1.1); ``label`` says where it is. An event
-    log that declares requests as they come allows arrivals up to ``latest_arrival``."""
-    plain = _plain_request(item, latest_arrival)
-    if plain is not None:
-        return plain
+    """One request's JSON object, validated (section 1.1); ``label`` says where it is, and
+    begins the text of any error (a workload's reader gives ``""`` and puts its own before it,
+    made only then). An event log that declares requests as they come allows arrivals up to
+    ``latest_arrival``."""
     if not isinstance(item, Mapping):
         raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
-    _reject_unknown(item, {*REQUEST_FIELDS, *OPTIONAL_FIELDS}, label, "request")
+    _reject_unknown(item, _KNOWN_FIELDS, label, "request")
     for field in REQUEST_FIELDS:
         if field not in item:
             raise WorkloadError(f"{label}: missing field '{field}'")
@@ -254,9 +256,7 @@ def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> R
         )
     numbers: dict[str, Any] = {
         field: _integer(
-            item[field],
-            (0, latest_arrival) if field == "arrival" else bounds,
-            f"{label}: field '{field}'",
+            item[field], (0, latest_arrival) if field == "arrival" else bounds, label, field
         )
         for field, bounds in REQUEST_NUMBERS.items()
     }
@@ -265,22 +265,7 @@ def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> R
     return Request(request_id, *lengths, **optional)
 
 
-def _plain_request(item: Any, latest_arrival: int) -> Request | None:
-    """The request of a document of well-formed required fields only, else ``None``: most are
-    so, and they read with no error text made for each (:func:`parse_request` makes it)."""
-    if type(item) is not dict or len(item) != len(REQUEST_FIELDS):
-        return None
-    rid, arrival = item.get("id"), item.get("arrival")
-    prompt, output = item.get("prompt_tokens"), item.get("output_tokens")
-    if type(rid) is not str or not 0 < len(rid) <= MAX_ID_LENGTH or not is_text(rid):
-        return None
-    if type(arrival) is not int or type(prompt) is not int or type(output) is not int:
-        return None
-    if not 0 <= arrival <= latest_arrival or not 0 <= prompt <= MAX_PROMPT_TOKENS:
-        return None
-    if not 1 <= output <= MAX_OUTPUT_TOKENS:
-        return None
-    return Request(rid, arrival, prompt, output)
+_KNOWN_FIELDS = {*REQUEST_FIELDS, *OPTIONAL_FIELDS}
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
