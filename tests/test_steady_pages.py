@@ -69,14 +69,11 @@ def test_deferred_pages_agree_with_a_ledger_kept_page_by_page() -> None:
         assert (told.holders, told.tables) == (eager.holders, eager.tables), trial
 
 
-def _rows(tmp_path: Path) -> list[dict[str, object]]:
-    return busy_rows(tmp_path)
-
-
 def test_a_line_allocating_nothing_is_lowered_again_as_it_was(tmp_path: Path) -> None:
-    """An allocation of no pages, in a line taken fast: undoing it cuts nothing, and the lines
-    before a finding a few lines on are lowered again as the full path lowered them."""
-    rows = _rows(tmp_path)
+    """An allocation of no pages, in a line taken fast: undoing it cuts nothing (a cut written
+    ``table[:-len(pages)]`` would empty the table), and the lines before a finding a few lines
+    on are lowered again as the full path lowered them."""
+    rows = busy_rows(tmp_path)
     iterations = [row for row in rows if row.get("type") == "iteration"]
     line = iterations[len(iterations) // 2]
     first = next(op for op in line["ops"] if op[0] == "decode")[1][0]  # type: ignore[index]
@@ -95,7 +92,7 @@ def test_a_queue_naming_a_finished_request_after_fast_lines(tmp_path: Path) -> N
     """The reader does not offer the fast path a line whose queue names a request that
     finished: the full path judges it, from the live tables as the lines taken in left them
     and with their events for the recent ones of a finding that follows."""
-    rows = _rows(tmp_path)
+    rows = busy_rows(tmp_path)
     iterations = [row for row in rows if row.get("type") == "iteration"]
     done = next(op[1] for row in iterations for op in row["ops"] if op[0] == "finish")  # type: ignore[union-attr]
     later = iterations.index(
