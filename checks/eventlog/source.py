@@ -1,9 +1,10 @@
 """The bytes of an event log, one numbered line at a time, and one line decoded with msgspec.
 
 A log is read as a stream, plain or gzip (told by its first two bytes, not by its name), so the
-memory a check takes follows the run's live state, never the log's length. Each line is decoded
-by msgspec straight into a typed struct, which validates it in the same pass; the text of an
-error is built only when a line is wrong.
+memory a check takes follows the run's live state, never the log's length. It may be a file or a
+pipe (an engine's output on standard input, a named pipe, a shell's ``<(...)``), read as it
+comes. Each line is decoded by msgspec straight into a typed struct, which validates it in the
+same pass; the text of an error is built only when a line is wrong.
 
 JSON lets an object repeat a key, and a decoder keeps the last value; a log that says two things
 at once is malformed here. msgspec gives no hook for that, so :func:`decode_line` either counts
@@ -16,6 +17,7 @@ line that fails is parsed again by :mod:`json`, which names the repeated key.
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -38,13 +40,13 @@ _ENCODER = msgspec.json.Encoder()
 def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """The lines of the log at ``path``, numbered from 1, without their line ends."""
     try:
-        raw = path.open("rb", buffering=_BUFFER)
+        raw = io.BufferedReader(io.FileIO(path, "rb"), _BUFFER)
     except OSError as error:
         raise EventLogError(f"{path}: cannot read the event log ({error.strerror})") from None
     number = 0
     with raw:
-        compressed = raw.read(2) == _GZIP_MAGIC
-        raw.seek(0)
+        # Peeked, not read and sought back: a log may come down a pipe, which cannot seek.
+        compressed = raw.peek(2)[:2] == _GZIP_MAGIC
         stream: Iterable[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
         try:
             for number, line in enumerate(stream, start=1):

@@ -8,7 +8,8 @@ The forms of TARGET:
   ``Class`` may also be any callable taking :class:`~kvsched.spec.workload.Limits`.
 - ``path/to/solution.py`` (or ``package.module``) with no ``:Class``: a learner's solution
   exposing ``allocate_kv_pages`` and ``schedule_iteration`` (spec/learner.md).
-- ``path/to/run.jsonl`` (or ``.jsonl.gz``): a recorded event log, checked offline.
+- ``path/to/run.jsonl`` (or ``.jsonl.gz``): a recorded event log, checked offline; or ``-``, a
+  log on standard input, checked as it comes (a named pipe or a shell's ``<(...)`` too).
 
 Anything that cannot be loaded raises :class:`TargetError` with what is missing and how to fix
 it; ``kvsched check`` prints it and exits 2. Importing runs the target's module-level code, so
@@ -22,6 +23,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import stat
 import sys
 import traceback
 from dataclasses import dataclass
@@ -66,9 +68,21 @@ class EventLogTarget:
 Target = SchedulerTarget | LearnerTarget | EventLogTarget
 
 
+STDIN = "-"
+"""TARGET for an event log on standard input: an engine's output piped in as it runs."""
+
+
 def is_event_log(spec: str) -> bool:
-    """Whether TARGET names a recorded event log (``.jsonl``, or gzipped ``.jsonl.gz``)."""
-    return spec.endswith((".jsonl", ".jsonl.gz"))
+    """Whether TARGET names a recorded event log (``.jsonl``, or gzipped ``.jsonl.gz``), or
+    one that comes down a pipe: standard input (``-``), a named pipe or a shell's ``<(...)``."""
+    return spec == STDIN or spec.endswith((".jsonl", ".jsonl.gz")) or _is_pipe(spec)
+
+
+def _is_pipe(spec: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(spec).st_mode)
+    except (OSError, ValueError):  # no such file, or not a path at all
+        return False
 
 
 def load_target(spec: str) -> Target:
@@ -78,10 +92,7 @@ def load_target(spec: str) -> Target:
             "empty target; give package.module:Class, file.py:Class, file.py or a .jsonl log"
         )
     if is_event_log(spec):
-        path = Path(spec)
-        if not path.is_file():
-            raise TargetError(f"event log {spec}: no such file")
-        return EventLogTarget(spec, path)
+        return EventLogTarget(spec, _log_path(spec))
     where, _, attribute = spec.rpartition(":") if ":" in spec else (spec, "", "")
     module = _import(where)
     if not attribute:
@@ -90,6 +101,21 @@ def load_target(spec: str) -> Target:
             raise TargetError(_no_learner_functions(spec, module))
         return LearnerTarget(spec, solution)
     return _scheduler_target(spec, module, attribute)
+
+
+def _log_path(spec: str) -> Path:
+    """Where the event log TARGET is read from."""
+    if spec != STDIN:
+        path = Path(spec)
+        if not (path.is_file() or _is_pipe(spec)):
+            raise TargetError(f"event log {spec}: no such file")
+        return path
+    if sys.stdin is None or sys.stdin.isatty():
+        raise TargetError(
+            "event log -: standard input is a terminal; pipe a log in, as "
+            "`kvsched check - < run.jsonl` or an engine's output, `ENGINE | kvsched check -`"
+        )
+    return Path("/dev/stdin")
 
 
 def _scheduler_target(spec: str, module: ModuleType, attribute: str) -> Target:

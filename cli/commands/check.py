@@ -32,7 +32,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "target",
         help="package.module:Class, path/to/file.py:Class, path/to/solution.py (a learner's "
-        "allocate_kv_pages and schedule_iteration) or path/to/log.jsonl",
+        "allocate_kv_pages and schedule_iteration), path/to/log.jsonl, or - for an event log "
+        "on standard input (an engine's output piped in, checked as it comes)",
     )
     parser.add_argument(
         "--workload",
