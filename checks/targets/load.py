@@ -111,8 +111,9 @@ def _log_path(spec: str) -> Path:
             raise TargetError(f"event log {spec}: no such file")
         return path
     if sys.stdin is None or sys.stdin.isatty():
+        what = "closed" if sys.stdin is None else "a terminal"
         raise TargetError(
-            "event log -: standard input is a terminal; pipe a log in, as "
+            f"event log -: standard input is {what}; pipe a log in, as "
             "`kvsched check - < run.jsonl` or an engine's output, `ENGINE | kvsched check -`"
         )
     return Path("/dev/stdin")
