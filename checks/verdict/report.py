@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.spec.invariants import CATALOGUE, applicable
+from kvsched.spec.invariants import CATALOGUE, applicable, recompute_may_stop_short
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import ExitCode, Status, is_policy
@@ -219,7 +219,7 @@ def build_verdict(
         else:
             status = HOLDS
         if status == NOT_APPLICABLE:
-            how = _why_not(policy)
+            how = _why_not(invariant.id, policy, properties)
         elif status == NOT_CHECKED and finding is not None:
             how = f"stopped at {finding.invariant}"
         else:
@@ -267,7 +267,13 @@ def undeclared_note(skipped: list[str]) -> str:
     )
 
 
-def _why_not(policy: str) -> str:
+def _why_not(invariant_id: str, policy: str, properties: TargetProperties | None) -> str:
+    if invariant_id == "LIVE-3" and properties is not None and recompute_may_stop_short(properties):
+        return (
+            f"the declared prefill chunk ({properties.prefill_chunk} tokens) is below the token "
+            "budget: the engine may admit behind a request still recomputing, so no progress "
+            "between two preemptions is not a cycle; LIVE-1 still bounds the run"
+        )
     if is_policy(policy):
         return f"does not constrain {policy} batching"
     return "NOT CHECKED: no policy declared (see the note below)"
