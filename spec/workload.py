@@ -245,32 +245,30 @@ def parse_request(item: Any, label: str, latest_arrival: int = MAX_ARRIVAL) -> R
     if not isinstance(item, Mapping):
         raise WorkloadError(f"{label}: must be a JSON object, got {json_kind(item)}")
     _reject_unknown(item, _KNOWN_FIELDS, label, "request")
-    for field in REQUEST_FIELDS:
-        if field not in item:
-            raise WorkloadError(f"{label}: missing field '{field}'")
+    if not item.keys() >= _REQUIRED:
+        missing = next(field for field in REQUEST_FIELDS if field not in item)
+        raise WorkloadError(f"{label}: missing field '{missing}'")
     request_id = item["id"]
     if not is_text(request_id) or not 0 < len(request_id) <= MAX_ID_LENGTH:
         raise WorkloadError(
             f"{label}: field 'id' must be a non-empty string of at most {MAX_ID_LENGTH} "
             f"characters (UTF-8, no lone surrogates), got {shown_value(request_id)}"
         )
-    numbers: dict[str, Any] = {
-        field: _integer(
-            item[field], (0, latest_arrival) if field == "arrival" else bounds, label, field
-        )
-        for field, bounds in REQUEST_NUMBERS.items()
-    }
-    lengths = (numbers["arrival"], numbers["prompt_tokens"], numbers["output_tokens"])
-    optional = parse_optional(item, numbers["prompt_tokens"], label)
-    return Request(request_id, *lengths, **optional)
+    arrival = _integer(item["arrival"], (0, latest_arrival), label, "arrival")
+    prompt = _integer(item["prompt_tokens"], _PROMPT, label, "prompt_tokens")
+    output = _integer(item["output_tokens"], _OUTPUT, label, "output_tokens")
+    return Request(request_id, arrival, prompt, output, **parse_optional(item, prompt, label))
 
 
 _KNOWN_FIELDS = {*REQUEST_FIELDS, *OPTIONAL_FIELDS}
+_REQUIRED = frozenset(REQUEST_FIELDS)
+_PROMPT, _OUTPUT = REQUEST_NUMBERS["prompt_tokens"], REQUEST_NUMBERS["output_tokens"]
 
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
     for index, request in enumerate(requests):
-        check_fits(request, limits, f"{source}: request #{index} ('{request.id}')")
+        if peak_pages(request, limits.page_size) > limits.pool_pages:  # the label only then
+            check_fits(request, limits, f"{source}: request #{index} ('{request.id}')")
 
 
 def check_fits(request: Request, limits: Limits, label: str) -> None:
