@@ -41,7 +41,7 @@ def test_recompute_under_a_prefill_chunk_is_not_read_as_thrash(tmp_path: Path) -
     assert checked.iterations == 133
     rows = {row.invariant: row for row in check_event_log("log", log).invariants}
     assert rows["LIVE-3"].status == "not applicable"
-    assert "prefill chunk (1 tokens) is below the token budget" in rows["LIVE-3"].how
+    assert "prefill chunk (1 token) is below the token budget" in rows["LIVE-3"].how
     # The same log without its chunk declared: the rule whose proof needs no cap applies, and
     # reads vLLM's recompute, on its way back to each request's most, as a cycle (and the run
     # outlasts the bound that a budget-sized chunk gives, LIVE-1, first).

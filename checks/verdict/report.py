@@ -270,9 +270,9 @@ def undeclared_note(skipped: list[str]) -> str:
 def _why_not(invariant_id: str, policy: str, properties: TargetProperties | None) -> str:
     if invariant_id == "LIVE-3" and properties is not None and recompute_may_stop_short(properties):
         return (
-            f"the declared prefill chunk ({properties.prefill_chunk} tokens) is below the token "
-            "budget: the engine may admit behind a request still recomputing, so no progress "
-            "between two preemptions is not a cycle; LIVE-1 still bounds the run"
+            f"the declared prefill chunk ({plural(properties.prefill_chunk or 0, 'token')}) is "
+            "below the token budget: the engine may admit behind a request still recomputing, "
+            "so no progress between two preemptions is not a cycle; LIVE-1 still bounds the run"
         )
     if is_policy(policy):
         return f"does not constrain {policy} batching"
