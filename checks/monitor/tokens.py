@@ -52,9 +52,7 @@ def check_tokens(
         finding = _everyone_decodes(ledger, n, tokens, event)
         if finding is not None:
             return finding
-    finding = _from_computed_kv(ledger, n, decoded, computed, cached)
-    if finding is not None:
-        return finding
+    wrong_kv = _from_computed_kv(ledger, n, decoded, computed, cached)
     kv, generated = ledger.kv, ledger.generated
     for amounts in (computed, cached):
         for rid, amount in amounts.items():
@@ -62,6 +60,10 @@ def check_tokens(
     # A token past the output length needs an unfinished request at its last token, which the
     # completion check (REQ-2) reports in that iteration already.
     generated.update(decoded)  # a Counter counts a sequence in C
+    if wrong_kv is not None:
+        # Counted first: checking on (--all-findings) must not blame the rest of the batch for
+        # KV and tokens the ledger missed.
+        return wrong_kv
     prompts, moved = ledger.prompts, ledger.moved
     for amounts in (computed, cached):
         for rid, amount in amounts.items():
