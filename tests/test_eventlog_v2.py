@@ -280,6 +280,28 @@ def test_a_token_without_compute_is_blamed_on_its_request_alone(tmp_path: Path) 
     assert every.later == ()
 
 
+def test_a_schedule_checked_on_past_its_violation_is_applied_whole(tmp_path: Path) -> None:
+    # b is admitted over a batch limit of one (BATCH-1), then gets its page, computes and
+    # frees it. Checking on, the rest of the schedule is applied: no PAGE-1 for b's KV and no
+    # PAGE-3 for its free, as if it never had the page.
+    workload = Workload("over", Limits(1, 16, 8), (Request("a", 0, 1, 3), Request("b", 0, 1, 1)))
+    target = TargetProperties(policy="continuous", admission="lazy", token_budget=16)
+    log = write(
+        tmp_path / "l.jsonl",
+        header(workload, target),
+        iteration(1, [["admit", "a"], ["alloc", "a", [0]], ["compute", "a", 1], ["token", "a"]],
+                  7, waiting=["b"]),
+        iteration(2, [["admit", "b"], ["alloc", "b", [1]], ["compute", "b", 1], ["token", "b"],
+                      ["finish", "b"], ["free", "b", [1]]], 7),
+        iteration(3, [["decode", ["a"]]], 7),
+        iteration(4, [["decode", ["a"]], ["finish", "a"], ["free", "a", [0]]], 8),
+    )  # fmt: skip
+    every = check_stream(log, all_findings=True)
+    assert every.finding is not None
+    assert (every.finding.invariant, every.finding.iteration) == ("BATCH-1", 2)
+    assert every.later == ()
+
+
 def test_the_schema_accepts_version_2_lines(tmp_path: Path) -> None:
     from test_eventlog import validator
 

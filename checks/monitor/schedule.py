@@ -25,12 +25,16 @@ def check_schedule(
     requests: RequestLedger,
     pages: PageLedger,
     check_limits: Callable[[int], Finding | None],
+    keep_going: bool = False,
 ) -> Finding | None:
     """Apply iteration ``n``'s scheduling operations in order; the first violation, if any.
 
     A preempted request must have released every page by the time it is admitted again, or by
     the end of the schedule if it is not (PAGE-4): its frees may follow its ``preempt``.
+    ``keep_going`` (checking on after a violation) applies the operations after the first
+    violation too, so that the rest of the iteration is not judged on a schedule cut short.
     """
+    first: Finding | None = None
     preempted: dict[str, None] = {}  # preempted in this schedule and not admitted again
     joined: dict[str, None] = {}  # admitted in this schedule: one static batch, not two
     for op in ops:
@@ -53,9 +57,13 @@ def check_schedule(
         else:  # alloc, share
             finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
         if finding:
-            return finding
+            if not keep_going:
+                return finding
+            first = first or finding
     for rid in preempted:
         finding = pages.drop(n, rid, "was preempted")
         if finding:
-            return finding
-    return None
+            if not keep_going:
+                return finding
+            first = first or finding
+    return first
