@@ -104,7 +104,9 @@ class Monitor:
         self.finding: Finding | None = None
         self.all_findings = all_findings
         """Keep checking after a violation, for the first violation of every other invariant.
-        A check that found one stops where it found it, so later findings may follow from it."""
+        A check that found one mostly stops where it found it, so later findings may follow from
+        it; the schedule and the token checks, whose counts the rest of an iteration reads,
+        finish their bookkeeping first."""
         self.findings: dict[str, Finding] = {}
         """The first finding of each invariant, in the order they were found."""
 
