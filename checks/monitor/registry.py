@@ -50,6 +50,8 @@ class Monitor(Protocol):
     computed: Mapping[str, int]
     """Tokens each request computed in this iteration; set from the ``decode`` step on."""
     iteration: int
+    all_findings: bool
+    """Whether checking goes on after a violation."""
 
 
 @dataclass(frozen=True)
