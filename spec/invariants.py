@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .properties import TargetProperties
+from .text import plural
 from .vocabulary import LAYERS, Layer
 
 __all__ = [
@@ -257,7 +258,8 @@ def applicable(policy: str, properties: TargetProperties | None = None) -> tuple
 
     Conformance rules apply where declared: BATCH-4 under the declared admission order (the
     policy's fcfs for static and continuous unless another is declared, none otherwise), BATCH-5
-    where a chunking mode is declared. LIVE-3 does not apply where :func:`recompute_may_stop_short`.
+    where a chunking mode is declared. The rules a declaration takes out (:func:`declared_out`)
+    do not apply.
     """
     ids = {i.id for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to}
     if properties is not None:
@@ -269,18 +271,25 @@ def applicable(policy: str, properties: TargetProperties | None = None) -> tuple
             ids.add("BATCH-4")
         if properties.chunking is not None:
             ids.add("BATCH-5")
-        if recompute_may_stop_short(properties):
-            ids.discard("LIVE-3")
+        ids.difference_update(declared_out(properties))
     return tuple(i for i in CATALOGUE if i.id in ids)
 
 
-def recompute_may_stop_short(properties: TargetProperties) -> bool:
-    """Whether a request recomputing below the most KV it held may stop short of it with budget
-    left for others: a prefill chunk below the token budget (vLLM's long_prefill_token_threshold).
+def declared_out(properties: TargetProperties) -> dict[str, str]:
+    """The invariants ``properties`` take out, each with why, as a verdict says it.
 
-    LIVE-3 (thrash) does not apply then. Its soundness (spec/proofs.md 8.3) rests on such a request
-    being the last of the batch; with the cap the engine admits behind it, so iterations without
-    progress between two preemptions can be recompute on its way to the mark, not a cycle (vLLM
-    0.33 does this on a run that drains). LIVE-1's bound still ends a run that cycles forever."""
+    LIVE-3 (thrash), where a prefill chunk below the token budget is declared (vLLM's
+    long_prefill_token_threshold): a request recomputing below the most KV it held may then stop
+    short of it with budget left for others. LIVE-3's soundness (spec/proofs.md 8.3) rests on
+    such a request being the last of the batch; with the cap the engine admits behind it, so
+    iterations without progress between two preemptions can be recompute on its way to the
+    mark, not a cycle (vLLM 0.33 does this on a run that drains). LIVE-1's bound still ends a
+    run that cycles forever."""
     chunk, budget = properties.prefill_chunk, properties.token_budget
-    return chunk is not None and (budget is None or chunk < budget)
+    if chunk is None or (budget is not None and chunk >= budget):
+        return {}
+    return {
+        "LIVE-3": f"the declared prefill chunk ({plural(chunk, 'token')}) is below the token "
+        "budget: the engine may admit behind a request still recomputing, so no progress "
+        "between two preemptions is not a cycle; LIVE-1 still bounds the run"
+    }

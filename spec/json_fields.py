@@ -49,9 +49,7 @@ def text(value: Any, source: str, field: str) -> str:
 def reject_unknown(raw: Mapping[str, Any], known: set[str], where: str, what: str) -> None:
     if raw.keys() <= known:  # the usual case, tested in C: no set made, nothing sorted
         return
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise WorkloadError(
-            f"{where}: unknown field '{unknown[0]}' in {what} "
-            f"(known fields: {', '.join(sorted(known))})"
-        )
+    unknown = min(set(raw) - known)
+    raise WorkloadError(
+        f"{where}: unknown field '{unknown}' in {what} (known fields: {', '.join(sorted(known))})"
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.spec.invariants import CATALOGUE, applicable, recompute_may_stop_short
+from kvsched.spec.invariants import CATALOGUE, applicable, declared_out
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import ExitCode, Status, is_policy
@@ -268,12 +268,9 @@ def undeclared_note(skipped: list[str]) -> str:
 
 
 def _why_not(invariant_id: str, policy: str, properties: TargetProperties | None) -> str:
-    if invariant_id == "LIVE-3" and properties is not None and recompute_may_stop_short(properties):
-        return (
-            f"the declared prefill chunk ({plural(properties.prefill_chunk or 0, 'token')}) is "
-            "below the token budget: the engine may admit behind a request still recomputing, "
-            "so no progress between two preemptions is not a cycle; LIVE-1 still bounds the run"
-        )
+    reason = declared_out(properties).get(invariant_id) if properties is not None else None
+    if reason is not None:
+        return reason
     if is_policy(policy):
         return f"does not constrain {policy} batching"
     return "NOT CHECKED: no policy declared (see the note below)"
