@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvsched.checks.eventlog.check import check_stream
-from kvsched.checks.eventlog.ids import QueueReader
+from kvsched.checks.eventlog.ids import QueueReader, split_queue
 from kvsched.checks.eventlog.jsonl import EventLogError
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine, split_queue
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.reference import POLICIES
 from kvsched.reference.engine import run

@@ -1,8 +1,8 @@
 """The lists of ids a version-2 line carries as raw JSON: its queue and its decode list.
 
 Both mostly repeat the last line's, so each is decoded only when its bytes change.
-:func:`decode_ids` decodes and validates one; :class:`QueueReader` reads a line's queue as a
-change to the last line's queue.
+:func:`decode_ids` decodes and validates one; :func:`split_queue` decodes a line but its queue,
+and :class:`QueueReader` reads the queue as a change to the last line's.
 
 A busy engine's queue can hold hundreds of requests, and a log repeats it on every line. From
 one line to the next it mostly stays the same, or loses a few requests at its head (admitted)
@@ -27,9 +27,36 @@ import msgspec
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.eventlog.source import validation_message
 from kvsched.checks.eventlog.version1 import Ids
+from kvsched.checks.eventlog.version2 import DECODER, IterationLine
 
 _IDS = msgspec.json.Decoder(Ids)
 _ENCODER = msgspec.json.Encoder()
+_QUEUE_KEY = b',"waiting":['
+
+
+def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
+    """An iteration line written compactly with its queue last, as :mod:`.writer` writes it,
+    decoded without its queue, and the queue's JSON unread; ``None`` for any other line.
+
+    A busy engine's queue is most of a line's bytes, and it mostly repeats the last line's, so
+    its JSON is left to :meth:`QueueReader.accept` rather than scanned by the decoder.
+    The split is sound: ``,"waiting":[`` cannot lie inside a string (its quote would be
+    escaped), so the last one is a key; a cut inside a key of ``tables`` or inside a string
+    leaves a head that does not decode as an iteration line, or that holds a queue of its own
+    (a repeated key), and either goes the usual way."""
+    if not line.endswith(b"]}"):
+        return None
+    at = line.rfind(_QUEUE_KEY)
+    if at < 0:
+        return None
+    head = line[:at] + b"}"
+    try:
+        read = DECODER.decode(head)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if type(read) is not IterationLine or read.waiting or head.count(b":") != read.keys():
+        return None
+    return read, line[at + len(_QUEUE_KEY) - 1 : -1]
 
 
 def decode_ids(raw: msgspec.Raw | bytes) -> tuple[str, ...] | None:

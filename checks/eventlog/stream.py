@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kvsched.checks.eventlog.header import LogHeader, parse_header
-from kvsched.checks.eventlog.ids import QueueReader
+from kvsched.checks.eventlog.ids import QueueReader, split_queue
 from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
@@ -22,7 +22,6 @@ from kvsched.checks.eventlog.version2 import (
     Line,
     RequestLine,
     line_keys,
-    split_queue,
 )
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent

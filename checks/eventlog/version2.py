@@ -144,34 +144,6 @@ def line_keys(line: Line) -> int | None:
     return line.keys() if isinstance(line, IterationLine) else None
 
 
-_QUEUE_KEY = b',"waiting":['
-
-
-def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
-    """An iteration line written compactly with its queue last, as :mod:`.writer` writes it,
-    decoded without its queue, and the queue's JSON unread; ``None`` for any other line.
-
-    A busy engine's queue is most of a line's bytes, and it mostly repeats the last line's, so
-    its JSON is left to :meth:`~.ids.QueueReader.accept` rather than scanned by the decoder.
-    The split is sound: ``,"waiting":[`` cannot lie inside a string (its quote would be
-    escaped), so the last one is a key; a cut inside a key of ``tables`` or inside a string
-    leaves a head that does not decode as an iteration line, or that holds a queue of its own
-    (a repeated key), and either goes the usual way."""
-    if not line.endswith(b"]}"):
-        return None
-    at = line.rfind(_QUEUE_KEY)
-    if at < 0:
-        return None
-    head = line[:at] + b"}"
-    try:
-        read = DECODER.decode(head)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    if type(read) is not IterationLine or read.waiting or head.count(b":") != read.keys():
-        return None
-    return read, line[at + len(_QUEUE_KEY) - 1 : -1]
-
-
 ENCODER = msgspec.json.Encoder()
 
 
