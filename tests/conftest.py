@@ -9,10 +9,13 @@ option wins over the environment variable.
 from __future__ import annotations
 
 import os
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+import kvsched
 from kvsched.checks.search.profiles import DEFAULT_PROFILE, register_profiles
 
 register_profiles()
@@ -30,3 +33,23 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("hypothesis_profile", None)
     if profile:
         os.environ["HYPOTHESIS_PROFILE"] = profile
+    stale = stale_compiled_modules()
+    if stale:
+        raise pytest.UsageError(
+            f"{', '.join(stale)} changed since the install compiled them (setup.py), so the "
+            "tests would run the old code; run the install again (the README's test command), "
+            "or install with KVSCHED_PURE_PYTHON=1 to test the sources as they stand"
+        )
+
+
+def stale_compiled_modules() -> list[str]:
+    """The installed modules compiled from a source that has changed since (an editable
+    install's sources are the repository's files, edited in place)."""
+    package = Path(kvsched.__file__).parent
+    stale = []
+    for suffix in EXTENSION_SUFFIXES:
+        for compiled in package.rglob(f"*{suffix}"):
+            source = compiled.with_name(compiled.name.removesuffix(suffix) + ".py")
+            if source.exists() and source.stat().st_mtime > compiled.stat().st_mtime:
+                stale.append(os.path.relpath(source.resolve()))
+    return sorted(stale)

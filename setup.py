@@ -1,0 +1,83 @@
+"""kvsched's build: pyproject.toml declares the package; this compiles its hot path with mypyc.
+
+Checking an event log spends nearly all its time in the fast path of checks/eventlog, which is
+plain, fully typed Python. mypyc (shipped with mypy) compiles those modules to C extensions that
+the interpreter loads in place of the .py files; the sources stay the one implementation, and
+the package runs the same without them (only slower). The compiled modules are listed in
+:data:`COMPILED`; each must pass ``mypy --strict`` and must not be patched or subclassed at run
+time, which compiled code does not allow.
+
+``KVSCHED_PURE_PYTHON=1`` builds without compiling (tests/conftest.py says which build a test
+run uses). A machine without a C compiler gets the pure-Python package: each extension is
+optional, so a failed compile is a warning, not a failed install.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+ROOT = Path(__file__).resolve().parent
+COMPILED = (
+    "checks/eventlog/check.py",
+    "checks/eventlog/ids.py",
+    "checks/eventlog/source.py",
+    "checks/eventlog/steady.py",
+    "checks/eventlog/steady_lazy.py",
+    "checks/eventlog/steady_ops.py",
+    "checks/eventlog/steady_pages.py",
+    "checks/eventlog/steady_recent.py",
+    "checks/eventlog/stream.py",
+    "checks/monitor/liveness.py",
+    "checks/monitor/order.py",
+    "checks/monitor/requests.py",
+    "checks/monitor/runtime.py",
+    "reference/efficiency.py",
+)
+"""The modules compiled, as paths in the repository."""
+SUBPACKAGE_FOLDERS = ("spec", "reference", "checks", "reports")
+"""The folders mapped onto ``kvsched.<folder>``; the package's own modules are in cli/."""
+# Not strict: strictness only adds errors, and the build needs the types, not the lint (CI runs
+# mypy --strict). Third-party packages the build environment lacks are read as Any.
+MYPY_CONFIG = "[mypy]\nfollow_imports = silent\nignore_missing_imports = True\n"
+
+
+def package_tree(where: Path) -> Path:
+    """The package ``kvsched`` laid out at ``where`` as pyproject.toml maps folders onto it, in
+    symbolic links, so that mypy names each module by its import path."""
+    package = where / "kvsched"
+    if where.exists():
+        shutil.rmtree(where)
+    package.mkdir(parents=True)
+    for entry in (ROOT / "cli").iterdir():
+        (package / entry.name).symlink_to(entry)
+    for folder in SUBPACKAGE_FOLDERS:
+        (package / folder).symlink_to(ROOT / folder)
+    return package
+
+
+def compiled_extensions() -> list[Extension]:
+    if os.environ.get("KVSCHED_PURE_PYTHON"):
+        return []
+    from mypyc.build import mypycify
+
+    work = ROOT / "build" / "mypyc"
+    package = package_tree(work / "src")
+    config = work / "mypy.ini"
+    config.write_text(MYPY_CONFIG)
+    paths = [str(package / path) for path in COMPILED]
+    extensions: list[Extension] = mypycify(
+        ["--config-file", str(config), *paths],
+        opt_level="3",
+        target_dir=str(work / "c"),
+        group_name="kvsched_eventlog",
+    )
+    for extension in extensions:
+        extension.optional = True
+    return extensions
+
+
+setup(ext_modules=compiled_extensions())
