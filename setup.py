@@ -35,7 +35,6 @@ COMPILED = (
     "checks/monitor/order.py",
     "checks/monitor/requests.py",
     "checks/monitor/runtime.py",
-    "reference/efficiency.py",
 )
 """The modules compiled, as paths in the repository."""
 SUBPACKAGE_FOLDERS = ("spec", "reference", "checks", "reports")
