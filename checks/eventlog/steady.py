@@ -110,10 +110,12 @@ class SteadyDecode:
             in_decode: dict[str, int] | set[str] = lazy
         else:
             in_decode = set(decoding)
-            if len(in_decode) != len(decoding) or not in_decode.issuperset(lazy):
+            if len(in_decode) != len(decoding):
                 return None
-            # Sorted, so that the order the joiners are counted in does not follow the hash seed.
-            joiners = sorted(in_decode.difference(lazy)) if len(in_decode) > len(lazy) else []
+            # That every lazy request decodes follows from the counts below: the batch is the
+            # requests that decode and those that compute, and no lazy request computes.
+            joiners = [rid for rid in decoding if rid not in lazy]
+            joiners.sort()  # counted in the same order whatever order the line gives
             for rid in joiners:
                 if rid not in active or rid in computes:
                     return None
@@ -123,7 +125,7 @@ class SteadyDecode:
         if batch == 0 or batch > self.batch_limit or len(decoding) + len(computes) != batch:
             return None
         for rid in computes:
-            if rid in in_decode:
+            if rid in in_decode or rid in lazy:
                 return None
         for rid in finishes:
             if rid not in in_decode and rid not in computes:
@@ -159,11 +161,12 @@ class SteadyDecode:
             given = frees.get(rid, ())
             if len(given) != len(table) + grown.get(rid, 0):
                 return None
-            owned = set(table)
-            if rid in grown:
-                owned.update(p for op in allocs if op.request == rid for p in op.pages)  # type: ignore[union-attr]
-            if set(given) != owned:
-                return None
+            if given != table or rid in grown:  # an engine mostly frees a table in its order
+                owned = set(table)
+                if rid in grown:
+                    owned.update(p for op in allocs if op.request == rid for p in op.pages)  # type: ignore[union-attr]
+                if set(given) != owned:
+                    return None
             freed += len(given)
         if line.free_pages != self.usable - self.pages.held() - len(fresh) + freed:
             return None

@@ -86,27 +86,31 @@ class LogReader:
         event is made of the line."""
         lowering, queue, name = self.lowering, self._queue, str(self.path)
         for number, line in self._lines:
-            where = f"{name}: line {number}"  # the one text made for a line that is not wrong
             if self.fault is not None:
-                raise EventLogError(f"{where}: nothing may follow the fault line")
+                raise EventLogError(f"{name}: line {number}: nothing may follow the fault line")
             decoded: IterationEvent | SchedulerFault
             if lowering is None:
+                where = f"{name}: line {number}"
                 decoded = decode_v1(line, where)
             else:
-                read, waiting = self._decode(line, where)
+                read, waiting = self._decode(line, name, number)
+                # A line taken in is not wrong: its place is worded only past this point.
+                if (
+                    skip is not None
+                    and waiting is not None
+                    and type(read) is IterationLine
+                    and (finished := skip(read, waiting if queue.known else None)) is not None
+                ):
+                    self.iterations += 1
+                    self._finished(finished)
+                    continue
+                where = f"{name}: line {number}"
                 if isinstance(read, RequestLine):
                     request = self._declared(read, where)
                     if declare is not None:
                         declare(request)
                     continue
                 if isinstance(read, IterationLine) and waiting is not None:
-                    if (
-                        skip is not None
-                        and (finished := skip(read, waiting if queue.known else None)) is not None
-                    ):
-                        self.iterations += 1
-                        self._finished(finished)
-                        continue
                     decoded = lowering.lower(read, waiting, where)
                 else:
                     decoded = read.fault()  # type: ignore[union-attr]
@@ -125,13 +129,15 @@ class LogReader:
             self._finished(decoded.finished)
             yield decoded
 
-    def _decode(self, line: bytes, where: str) -> tuple[Line, tuple[str, ...] | None]:
-        """A version-2 line, and its queue's ids if it is an iteration line."""
+    def _decode(self, line: bytes, name: str, number: int) -> tuple[Line, tuple[str, ...] | None]:
+        """A version-2 line (line ``number`` of the log ``name``), and its queue's ids if it is
+        an iteration line."""
         split = split_queue(line)
         if split is not None:
             waiting = self._queue.accept(split[1])
             if waiting is not None:
                 return split[0], waiting
+        where = f"{name}: line {number}"
         read = decode_line(DECODER, line, where, line_keys)
         if isinstance(read, IterationLine):
             return read, self._queue.read(read.waiting, where)
