@@ -22,7 +22,6 @@ from setuptools import Extension, setup
 
 ROOT = Path(__file__).resolve().parent
 COMPILED = (
-    "checks/eventlog/check.py",
     "checks/eventlog/ids.py",
     "checks/eventlog/source.py",
     "checks/eventlog/steady.py",
