@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.targets.load import EventLogTarget, TargetError, is_event_log, load_target
 
 LOGS = Path(__file__).resolve().parent / "logs"
@@ -126,3 +127,15 @@ def test_pipes_are_event_logs_and_other_files_are_not(tmp_path: Path) -> None:
     assert not is_event_log("kvsched.reference:ContinuousScheduler")
     with pytest.raises(TargetError, match="no such file"):
         load_target(str(tmp_path / "gone.jsonl"))
+
+
+@pytest.mark.parametrize("at", [0.3, 0.5, 0.7])
+def test_a_garbled_gzip_log_is_invalid_input_not_a_crash(tmp_path: Path, at: float) -> None:
+    # Whichever inflater reads it (python-isal's or zlib's), its errors are the log's fault.
+    packed = bytearray(gzip.compress(CLEAN.read_bytes()))
+    middle = int(len(packed) * at)
+    packed[middle : middle + 48] = bytes(range(200, 248))
+    path = tmp_path / "garbled.jsonl.gz"
+    path.write_bytes(bytes(packed))
+    with pytest.raises(EventLogError, match=r"garbled\.jsonl\.gz: line \d+"):
+        check_stream(path)

@@ -16,7 +16,6 @@ line that fails is parsed again by :mod:`json`, which names the repeated key.
 
 from __future__ import annotations
 
-import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+
+try:  # python-isal inflates a log about three times as fast as the standard library
+    from isal import igzip as gzip
+    from isal.isal_zlib import error as inflate_error
+except ImportError:  # a platform without its wheel
+    import gzip  # type: ignore[no-redef]
+    from zlib import error as inflate_error  # type: ignore[assignment]
 
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.spec.strict_json import decode_json
@@ -51,7 +57,7 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         try:
             for number, line in enumerate(stream, start=1):
                 yield number, line.rstrip(b"\r\n")
-        except (OSError, EOFError, zlib.error) as error:
+        except (OSError, EOFError, zlib.error, inflate_error) as error:
             what = "a broken or truncated gzip stream" if compressed else str(error)
             raise EventLogError(f"{path}: line {number + 1}: cannot read ({what})") from None
 
