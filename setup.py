@@ -67,12 +67,16 @@ def compiled_extensions() -> list[Extension]:
     config = work / "mypy.ini"
     config.write_text(MYPY_CONFIG)
     paths = [str(package / path) for path in COMPILED]
-    extensions: list[Extension] = mypycify(
-        ["--config-file", str(config), *paths],
-        opt_level="3",
-        target_dir=str(work / "c"),
-        group_name="kvsched_eventlog",
-    )
+    try:
+        extensions: list[Extension] = mypycify(
+            ["--config-file", str(config), *paths],
+            opt_level="3",
+            target_dir=str(work / "c"),
+            group_name="kvsched_eventlog",
+        )
+    except SystemExit:  # mypy's errors are printed above; tests/test_compiled.py fails on this
+        print("kvsched: mypyc could not compile the modules above; installing pure Python")
+        return []
     for extension in extensions:
         extension.optional = True
     return extensions

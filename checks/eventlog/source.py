@@ -20,19 +20,23 @@ import io
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
-try:  # python-isal inflates a log about three times as fast as the standard library
-    from isal import igzip as gzip
-    from isal.isal_zlib import error as inflate_error
-except ImportError:  # a platform without its wheel
-    import gzip  # type: ignore[no-redef]
-    from zlib import error as inflate_error  # type: ignore[assignment]
-
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.spec.strict_json import decode_json
+
+_BROKEN_STREAM: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
+"""What reading a broken or truncated gzip stream raises."""
+try:  # python-isal inflates a log about three times as fast as the standard library
+    from isal import igzip as gzip
+    from isal.isal_zlib import error as isal_error
+
+    # A class, though python-isal's stub declares an instance of one.
+    _BROKEN_STREAM += (cast("type[BaseException]", isal_error),)
+except ImportError:  # a platform without its wheel
+    import gzip  # type: ignore[no-redef]
 
 T = TypeVar("T")
 
@@ -57,7 +61,7 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         try:
             for number, line in enumerate(stream, start=1):
                 yield number, line.rstrip(b"\r\n")
-        except (OSError, EOFError, zlib.error, inflate_error) as error:
+        except _BROKEN_STREAM as error:
             what = "a broken or truncated gzip stream" if compressed else str(error)
             raise EventLogError(f"{path}: line {number + 1}: cannot read ({what})") from None
 
