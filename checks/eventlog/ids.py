@@ -54,7 +54,11 @@ def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
         read = DECODER.decode(head)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if type(read) is not IterationLine or read.waiting or head.count(b":") != read.keys():
+    if type(read) is not IterationLine or read.waiting:
+        return None
+    # IterationLine.keys() for a line without its queue, inlined: this runs on every line.
+    tables = read.tables
+    if head.count(b":") != (4 if tables is None else 5 + len(tables)):
         return None
     return read, line[at + len(_QUEUE_KEY) - 1 : -1]
 

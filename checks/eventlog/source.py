@@ -57,7 +57,9 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with raw:
         # Peeked, not read and sought back: a log may come down a pipe, which cannot seek.
         compressed = raw.peek(2)[:2] == _GZIP_MAGIC
-        stream: Iterable[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        stream: Iterable[bytes] = raw
+        if compressed:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call]
         try:
             for number, line in enumerate(stream, start=1):
                 yield number, line.rstrip(b"\r\n")

@@ -90,16 +90,17 @@ class LazyCounts:
             self.meter_most[rid] = meter_kv[rid]
         self.lazy[rid] = clock
 
-    def schedule(self, named: Mapping[str, int]) -> None:
+    def schedule(self, named: dict[str, int]) -> None:
         """Note when each request of ``named``, lazy and named in a line just taken in, next
         falls due: the line it needs a page more in, or the line of its last token."""
         due, dues = self.due, self.dues
         for rid, when in named.items():
             due[rid] = when
-            if when in dues:
-                dues[when].append(rid)
-            else:
+            falling = dues.get(when)
+            if falling is None:
                 dues[when] = [rid]
+            else:
+                falling.append(rid)
 
     def forget(self, rid: str) -> None:
         """``rid`` finished: every ledger forgets its counts, so they are not brought in."""

@@ -111,7 +111,8 @@ class IterationLine(
     tables: Pages | None = None
 
     def keys(self) -> int:
-        """How many keys this line's JSON holds, ``tables``' included, if none repeats."""
+        """How many keys this line's JSON holds, ``tables``' included, if none repeats
+        (:func:`~.ids.split_queue` has it inlined)."""
         keys = 5 if self.waiting else 4
         return keys if self.tables is None else keys + 1 + len(self.tables)
 
