@@ -12,6 +12,7 @@ import pytest
 from engines.record import SCENARIOS
 
 from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.header import parse_header
 from kvsched.checks.eventlog.jsonl import EventLogError, check_log, read_run
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.cli import main
@@ -219,6 +220,30 @@ def test_a_header_may_not_repeat_a_key(tmp_path: Path) -> None:
     path = tmp_path / "v.jsonl"
     path.write_text(text + "\n")
     assert_rejected(path, "line 1 (header)", "'version' appears twice")
+
+
+@pytest.mark.parametrize(("comma", "colon"), [(",", ":"), (", ", ": "), (",", " :")])
+def test_a_key_repeated_in_a_request_of_the_header_is_found(
+    comma: str, colon: str, tmp_path: Path
+) -> None:
+    text = json.dumps(header(), separators=(comma, colon))
+    key = f'"prompt_tokens"{colon}'
+    path = tmp_path / "v.jsonl"
+    path.write_text(text.replace(key, f"{key}1{comma}{key}", 1) + "\n")
+    assert_rejected(path, "line 1 (header)", "'prompt_tokens' appears twice")
+
+
+def test_a_header_reads_the_same_by_msgspec_and_by_json(tmp_path: Path) -> None:
+    # Compact text is read by msgspec first; a \u escape sends the line to json.
+    document = header()
+    document["workload"]["description"] = "caf\u00e9"
+    compact, escaped = tmp_path / "compact.jsonl", tmp_path / "escaped.jsonl"
+    compact.write_text(json.dumps(document, separators=(",", ":"), ensure_ascii=False) + "\n")
+    escaped.write_text(json.dumps(document) + "\n")
+    assert "\\u00e9" in escaped.read_text()
+    assert parse_header(compact.read_bytes().strip(), compact) == parse_header(
+        escaped.read_bytes().strip(), escaped
+    )
 
 
 def test_all_findings_reports_a_second_later_violation(
