@@ -1,15 +1,18 @@
 """kvsched's build: pyproject.toml declares the package; this compiles its hot path with mypyc.
 
-Checking an event log spends nearly all its time in the fast path of checks/eventlog, which is
-plain, fully typed Python. mypyc (shipped with mypy) compiles those modules to C extensions that
-the interpreter loads in place of the .py files; the sources stay the one implementation, and
-the package runs the same without them (only slower). The compiled modules are listed in
-:data:`COMPILED`; each must pass ``mypy --strict`` and must not be patched or subclassed at run
-time, which compiled code does not allow.
+Checking an event log spends nearly all its time in the fast path of checks/eventlog and in the
+runtime monitor's ledgers, plain, fully typed Python. mypyc (shipped with mypy) compiles those
+modules to C extensions that the interpreter loads in place of the .py files, with one shared
+library beside the package (``kvsched_eventlog__mypyc``); the sources stay the one
+implementation, and the package runs the same without them, only slower. The compiled modules
+are listed in :data:`COMPILED`: each must pass ``mypy --strict``, and none of their classes may
+be patched, subclassed or copied at run time, which compiled classes refuse.
 
-``KVSCHED_PURE_PYTHON=1`` builds without compiling (tests/conftest.py says which build a test
-run uses). A machine without a C compiler gets the pure-Python package: each extension is
-optional, so a failed compile is a warning, not a failed install.
+``KVSCHED_PURE_PYTHON=1`` builds without compiling. A machine where compiling fails gets the
+pure-Python package rather than a failed install: mypy's errors or a missing C compiler are
+warnings in pip's output, and tests/test_compiled.py fails where a compiler exists. An editable
+install builds the extensions beside their sources, and tests/conftest.py refuses to run the
+tests once a source is newer than its extension.
 """
 
 from __future__ import annotations
@@ -63,19 +66,19 @@ def compiled_extensions() -> list[Extension]:
     from mypyc.build import mypycify
 
     work = ROOT / "build" / "mypyc"
-    package = package_tree(work / "src")
-    config = work / "mypy.ini"
-    config.write_text(MYPY_CONFIG)
-    paths = [str(package / path) for path in COMPILED]
     try:
+        package = package_tree(work / "src")
+        config = work / "mypy.ini"
+        config.write_text(MYPY_CONFIG)
+        paths = [str(package / path) for path in COMPILED]
         extensions: list[Extension] = mypycify(
             ["--config-file", str(config), *paths],
             opt_level="3",
             target_dir=str(work / "c"),
             group_name="kvsched_eventlog",
         )
-    except SystemExit:  # mypy's errors are printed above; tests/test_compiled.py fails on this
-        print("kvsched: mypyc could not compile the modules above; installing pure Python")
+    except (OSError, SystemExit) as error:  # mypy prints its errors before it exits
+        print(f"kvsched: not compiled ({error!r}); installing pure Python")
         return []
     for extension in extensions:
         extension.optional = True
