@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # a build requirement on 3.10 (pyproject.toml)
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent
 COMPILED = (
@@ -39,25 +45,29 @@ COMPILED = (
     "checks/monitor/runtime.py",
 )
 """The modules compiled, as paths in the repository."""
-SUBPACKAGE_FOLDERS = ("spec", "reference", "checks", "reports")
-"""The folders mapped onto ``kvsched.<folder>``; the package's own modules are in cli/."""
 # Not strict: strictness only adds errors, and the build needs the types, not the lint (CI runs
 # mypy --strict). Third-party packages the build environment lacks are read as Any.
 MYPY_CONFIG = "[mypy]\nfollow_imports = silent\nignore_missing_imports = True\n"
 
 
 def package_tree(where: Path) -> Path:
-    """The package ``kvsched`` laid out at ``where`` as pyproject.toml maps folders onto it, in
-    symbolic links, so that mypy names each module by its import path."""
-    package = where / "kvsched"
+    """The package ``kvsched`` laid out at ``where`` as pyproject.toml's ``package-dir`` maps
+    folders onto it, in symbolic links, so that mypy names each module by its import path."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        folders: dict[str, str] = tomllib.load(file)["tool"]["setuptools"]["package-dir"]
     if where.exists():
         shutil.rmtree(where)
-    package.mkdir(parents=True)
-    for entry in (ROOT / "cli").iterdir():
-        (package / entry.name).symlink_to(entry)
-    for folder in SUBPACKAGE_FOLDERS:
-        (package / folder).symlink_to(ROOT / folder)
-    return package
+    for name, folder in sorted(folders.items()):  # a package before its subpackages
+        target = where.joinpath(*name.split("."))
+        if target.exists():  # a subpackage in its parent's folder: linked with it
+            continue
+        if name == "kvsched":  # the root: a folder of its own, so that its parent is not cli/
+            target.mkdir(parents=True)
+            for entry in (ROOT / folder).iterdir():
+                (target / entry.name).symlink_to(entry)
+        else:
+            target.symlink_to(ROOT / folder)
+    return where / "kvsched"
 
 
 def compiled_extensions() -> list[Extension]:
