@@ -45,6 +45,7 @@ _BUFFER = 1 << 20
 """Bytes read at a time: with the default 8 KiB, reading the lines of a log costs four times as
 much (a read per few lines)."""
 _ENCODER = msgspec.json.Encoder()
+_GENERIC = msgspec.json.Decoder()
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -120,9 +121,6 @@ def strict_json(line: bytes, where: str) -> Any:
             if line.count(b'":') == _keys(document):
                 return document
     return decode_json(line, where, EventLogError)
-
-
-_GENERIC = msgspec.json.Decoder()
 
 
 def _spaced_colon(line: bytes) -> bool:

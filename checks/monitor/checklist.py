@@ -64,9 +64,13 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
         return batch.check_slots(n) or batch.check_commitment(n)
 
     finding = check_schedule(
-        event.iteration, event.schedule, monitor.requests, monitor.pages, limits,
+        event.iteration,
+        event.schedule,
+        monitor.requests,
+        monitor.pages,
+        limits,
         keep_going=monitor.all_findings,
-    )  # fmt: skip
+    )
     for op in event.schedule if finding is None else ():
         if op.kind in ("arrive", "preempt"):  # in the queue the declared order serves
             monitor.order.waiting(op.request)
