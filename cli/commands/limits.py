@@ -8,9 +8,9 @@ hanging or hostile class meets the same deadline and the same memory and output 
 from __future__ import annotations
 
 import argparse
-import shutil
 from typing import TYPE_CHECKING, Any
 
+from kvsched.checks.targets.sandbox import SANDBOXES
 from kvsched.commands import UsageError
 
 if TYPE_CHECKING:
@@ -56,16 +56,23 @@ def add_limit_options(parser: Any, command: str) -> None:
     )
     limits.add_argument(
         "--sandbox",
-        choices=("none", "bwrap"),
-        default="none",
-        help="bwrap: also run the target's process in bubblewrap (no network, read-only "
-        "filesystem); needs the bwrap program",
+        choices=SANDBOXES,
+        default="auto",
+        help="where the target's process runs: auto (default) takes the strongest the kernel "
+        "allows; bwrap: bubblewrap, its own PID, mount and network namespaces, only a scratch "
+        "folder writable; uid (as root): a user id of its own; none: kvsched's own user",
+    )
+    limits.add_argument(
+        "--require-sandbox",
+        action="store_true",
+        help="refuse (exit 2) to run the target where no containment is available",
     )
 
 
 def confinement_from(args: argparse.Namespace) -> Confinement:
     """The limits the options ask for; UsageError (exit 2) for one out of range."""
     from kvsched.checks.targets.confinement import Confinement
+    from kvsched.checks.targets.sandbox import SandboxUnavailable
 
     for option, value in (("--timeout", args.timeout), ("--budget", args.budget)):
         if not value > 0 or value == float("inf"):
@@ -74,9 +81,14 @@ def confinement_from(args: argparse.Namespace) -> Confinement:
         raise UsageError(f"--memory-mb must be at least 64 (Python needs it), got {args.memory_mb}")
     if args.output_limit < 0:
         raise UsageError(f"--output-limit must be >= 0 bytes, got {args.output_limit}")
-    if args.sandbox == "bwrap" and shutil.which("bwrap") is None:
-        raise UsageError(
-            "--sandbox bwrap: the bwrap program is not installed (Debian: apt-get install "
-            "bubblewrap); run without --sandbox, or install it"
-        )
-    return Confinement(args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox)
+    required = bool(getattr(args, "require_sandbox", False))
+    if required and args.sandbox == "none":
+        raise UsageError("--require-sandbox contradicts --sandbox none; leave one out")
+    confinement = Confinement(
+        args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox, required
+    )
+    try:
+        confinement.containment()  # asked now, so that a refusal is exit 2 before any work
+    except SandboxUnavailable as error:
+        raise UsageError(str(error)) from None
+    return confinement

@@ -17,6 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from kvsched.checks.targets.sandbox import SandboxUnavailable, contain
 from kvsched.cli import main
 
 SLACK_SECONDS = 20.0
@@ -38,6 +41,38 @@ class Buggy(ContinuousScheduler):
         again, self._last = self._last, outcome.finished
         return replace(outcome, finished=outcome.finished + again)
 '''
+
+
+def _kind(kind: str) -> object:
+    """``kind`` as a test parameter, skipped (saying why) where this machine cannot contain so."""
+    try:
+        contain(kind)  # type: ignore[arg-type]
+    except SandboxUnavailable as error:
+        return pytest.param(kind, marks=pytest.mark.skip(reason=str(error)))
+    return kind
+
+
+SANDBOXES = [_kind(kind) for kind in ("bwrap", "uid", "none")]
+"""Each containment a test runs under, as its id says; those this machine lacks skip."""
+CONTAINED = SANDBOXES[:2]
+"""The kinds that contain the target: what kvsched guarantees only where one of them runs."""
+
+
+def processes_with(text: str) -> list[int]:
+    """The live processes (not zombies) whose command line contains ``text``, anywhere."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if text in command and state != "Z":
+            found.append(int(entry.name))
+    return found
+
 
 FAST = ("--no-hypothesis", "--z3-requests", "0", "--budget", "60")
 

@@ -1,8 +1,14 @@
-"""Links planted by the target where kvsched writes: never followed."""
+"""Links planted by the target where kvsched writes: never followed.
+
+In a sandbox the target cannot plant them (test_attack_containment.py); these run without one
+(``--sandbox none``), where kvsched's own way of writing files is what protects them.
+"""
 
 from pathlib import Path
 
 from attack_harness import check_in_process, failed, write_attack
+
+NONE = ("--sandbox", "none")
 
 PLANTS = """
 import os
@@ -20,7 +26,7 @@ def test_junit_xml_replaces_a_link_instead_of_following_it(tmp_path: Path, capsy
     victim.write_text("precious\n")
     path = write_attack(tmp_path, PLANTS)
     outcome = check_in_process(
-        capsys, f"{path}:Attack", "--junit-xml", "report.xml", "--save-dir", "saved"
+        capsys, f"{path}:Attack", "--junit-xml", "report.xml", "--save-dir", "saved", *NONE
     )
     failed(outcome, "REQ-2 violated")
     assert victim.read_text() == "precious\n"
@@ -31,7 +37,8 @@ def test_junit_xml_replaces_a_link_instead_of_following_it(tmp_path: Path, capsy
 
 def test_a_linked_save_folder_is_refused(tmp_path: Path, capsys: object) -> None:
     path = write_attack(tmp_path, PLANTS)
-    outcome = check_in_process(capsys, f"{path}:Attack")  # the default .kvsched/counterexamples
+    # The default .kvsched/counterexamples.
+    outcome = check_in_process(capsys, f"{path}:Attack", *NONE)
     assert outcome.code == 2, outcome
     assert "--save-dir" in outcome.err
     assert not list((tmp_path / "elsewhere").iterdir())
