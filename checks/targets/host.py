@@ -142,7 +142,7 @@ def _reply(call: Callable[[], Any], answer: Any, cause: Callable[[], str] = str)
         return wire.encode(["unsendable", f"a {_name(value)}, not a {answer.__name__}"])
     try:
         return wire.encode(["ok", value])
-    except (TypeError, ValueError, OverflowError) as error:
+    except (TypeError, ValueError, OverflowError, RecursionError) as error:  # too deep: msgspec
         return wire.encode(
             ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]
         )

@@ -88,8 +88,10 @@ class LearnerScheduler:
         self._schedule_iteration = schedule_iteration
         self._state = initial_state(limits)
         self._pending: tuple[dict[str, Any], StepOutcome] | None = None
+        self._outputs: dict[str, int] = {}  # kvsched's own: the learner may change its copy's
 
     def add_request(self, request: Request) -> None:
+        self._outputs[request.id] = request.output_tokens
         self._state["waiting"].append(
             {
                 "id": request.id,
@@ -118,7 +120,7 @@ class LearnerScheduler:
         after = _readable_state(returned)
         after = _copy_state(after)  # the learner may keep and change what it returned
         after["iteration"] = given["iteration"]
-        batch, outcome = _decision(before, after)
+        batch, outcome = _decision(before, after, self._outputs)
         self._pending = (after, outcome)
         return batch
 
@@ -132,7 +134,9 @@ class LearnerScheduler:
         return outcome
 
 
-def _decision(before: dict[str, Any], after: dict[str, Any]) -> tuple[ScheduledBatch, StepOutcome]:
+def _decision(
+    before: dict[str, Any], after: dict[str, Any], outputs: dict[str, int]
+) -> tuple[ScheduledBatch, StepOutcome]:
     """What the learner decided in one iteration, read off the two states."""
     old_finished = after["finished"][: len(before["finished"])]
     if [r["id"] for r in old_finished] != [r["id"] for r in before["finished"]]:
@@ -171,6 +175,11 @@ def _decision(before: dict[str, Any], after: dict[str, Any]) -> tuple[ScheduledB
             raise LearnerStateError(
                 f"request '{record['id']}': 'generated' went down from "
                 f"{generated_before[record['id']]} to {record['generated']}; it only counts up"
+            )
+        if grown > (output := outputs.get(record["id"], 0)) + 1:  # a cheap int, costly entries
+            raise LearnerStateError(
+                f"request '{record['id']}': 'generated' grew by {grown} in one iteration, past "
+                f"its whole output ({output} tokens) and one more; each iteration makes one token"
             )
         decode.extend([record["id"]] * grown)  # two tokens in one iteration show as two entries
 

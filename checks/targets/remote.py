@@ -8,8 +8,9 @@ exactly as they drive a scheduler in this process; each call is one exchange on 
 each answer is decoded strictly into the protocol's own type. What the target answers is judged
 like any answer: an exception it raised comes back as an exception of the same built-in kind
 (so ``except ValueError`` still matches), a value that is not plain data or not the promised type
-as :class:`AnswerError`. Both are PROTO-1 findings. A host that dies, hangs or garbles the wire
-raises :class:`~.process.HostFailure`, which ends the check.
+as :class:`AnswerError`. Both are PROTO-1 findings, and so is an answer bigger than what
+kvsched gave the target allows (:mod:`.bounds`), refused before it is decoded or expanded. A host
+that dies, hangs or garbles the wire raises :class:`~.process.HostFailure`, which ends the check.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-from kvsched.checks.targets import wire
+import msgspec
+
+from kvsched.checks.targets import bounds, wire
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import LearnerSolution
@@ -53,6 +56,7 @@ STARTUP_SECONDS = 60.0
 """How long the host process may take to start, before the target is imported."""
 
 _KINDS: dict[tuple[str, str], type[TargetRaised]] = {}
+_NIL = b"\xc0"
 
 
 class RemoteTarget:
@@ -82,7 +86,9 @@ class RemoteTarget:
         ready = self._host.exchange(b"", "starting the target's process", startup)
         if wire.split_reply(ready)[0] != "ok":
             self._garbled("did not start as kvsched's host")
-        status, raw = self._exchange(["load", self.spec])
+        status, raw, _ = self._exchange(["load", self.spec])
+        if len(raw) > bounds.TEXT_BYTES:  # a description or refusal is a few lines
+            self._garbled(f"answered the import with {len(raw):,} bytes")
         if status == "refused":
             raise TargetError(wire.printable(self._decode(self._text, raw, "the refusal")))
         if status != "ok":
@@ -110,28 +116,55 @@ class RemoteTarget:
         """A new scheduler built by the target in the host: ``Class(limits)`` over there."""
         handle = next(self._handles)
         dropped, self._dropped = self._dropped, []
-        self._answer(["new", handle, limits, dropped], None, "the constructor")
-        proxy = RemoteScheduler(self, handle)
+        held = bounds.SchedulerBounds(limits)
+        self._answer(["new", handle, limits, dropped], None, "the constructor", held.budget("new"))
+        proxy = RemoteScheduler(self, handle, held)
         weakref.finalize(proxy, self._dropped.append, handle)
         return proxy
 
-    def call(self, handle: int, method: str, argument: Any) -> Any:
+    def call(self, handle: int, method: str, argument: Any, held: bounds.SchedulerBounds) -> Any:
         message: list[Any] = ["call", handle, method]
         if argument is not None:
             message.append(argument)
-        return self._answer(message, self._readers[method], f"{method}()")
+        call = f"{method}()"
+        answer = self._answer(message, self._readers[method], call, held.budget(method))
+        try:
+            held.check(method, answer)
+        except bounds.BoundError as error:
+            raise AnswerError(f"{call} answered outside the protocol: {error}") from None
+        return answer
 
     def function(self, name: str, arguments: tuple[Any, ...]) -> Any:
-        return self._answer(["fn", name, list(arguments)], self._any, f"{name}()")
+        def most(sent: int) -> tuple[int, str]:
+            return bounds.function_bytes(sent, arguments)
+
+        return self._answer(["fn", name, list(arguments)], self._any, f"{name}()", most)
 
     def close(self) -> None:
         if self._host is not None:
             self._host.kill()
 
-    def _answer(self, message: list[Any], reader: Callable[[Any], Any] | None, call: str) -> Any:
-        status, raw = self._exchange(message)
+    def _answer(
+        self,
+        message: list[Any],
+        reader: Callable[[Any], Any] | None,
+        call: str,
+        most: Callable[[int], tuple[int, str]],
+    ) -> Any:
+        """The answer to ``message``, read by ``reader``; ``most`` gives, from the bytes sent,
+        the most bytes a value may answer with and why."""
+        status, raw, sent = self._exchange(message)
+        try:
+            if status == "ok":
+                bounds.check_size(raw, *most(sent))
+            else:  # the host cuts every text it sends; a longer one was not written by it
+                bounds.check_size(raw, bounds.TEXT_BYTES, "an exception's text can need")
+        except bounds.BoundError as error:
+            raise AnswerError(f"{call} answered outside the protocol: {error}") from None
         if status == "ok":
             if reader is None:
+                if bytes(raw) != _NIL:  # the host answers these calls with nil, whatever returned
+                    self._garbled(f"answered {call} with {len(raw)} bytes, not nil")
                 return None
             try:
                 return reader(raw)
@@ -149,7 +182,9 @@ class RemoteTarget:
             raise AnswerError(f"{call} answered with {text}")
         self._garbled(f"answered a call with '{status}'")
 
-    def _exchange(self, message: list[Any]) -> tuple[wire.Status, Any]:
+    def _exchange(self, message: list[Any]) -> tuple[wire.Status, msgspec.Raw, int]:
+        """The status and still-encoded payload of the answer to ``message``, and the bytes
+        sent."""
         assert self._host is not None, "load() starts the host"
         try:
             frame = wire.encode(message)
@@ -157,7 +192,7 @@ class RemoteTarget:
             raise RuntimeError(f"cannot send {message[0]!r} to the host: {error}") from error
         payload = self._host.exchange(frame, self.doing)
         try:
-            return wire.split_reply(payload)
+            return (*wire.split_reply(payload), len(frame))
         except wire.WireError as error:
             self._garbled(f"sent {error}")
 
@@ -177,21 +212,26 @@ class RemoteTarget:
 
 
 class RemoteScheduler:
-    """A scheduler living in the host, driven through the scheduler protocol."""
+    """A scheduler living in the host, driven through the scheduler protocol; its answers are
+    held to what its limits and the requests it was sent allow."""
 
-    def __init__(self, target: RemoteTarget, handle: int) -> None:
+    def __init__(self, target: RemoteTarget, handle: int, held: bounds.SchedulerBounds) -> None:
         self._target = target
         self._handle = handle
+        self._bounds = held
 
     def add_request(self, request: Request) -> None:
-        self._target.call(self._handle, "add_request", request)
+        self._bounds.add(request)
+        self._target.call(self._handle, "add_request", request, self._bounds)
 
     def schedule(self) -> ScheduledBatch:
-        answer: ScheduledBatch = self._target.call(self._handle, "schedule", None)
+        answer: ScheduledBatch = self._target.call(self._handle, "schedule", None, self._bounds)
         return answer
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
-        answer: StepOutcome = self._target.call(self._handle, "update_from_output", output)
+        answer: StepOutcome = self._target.call(
+            self._handle, "update_from_output", output, self._bounds
+        )
         return answer
 
 

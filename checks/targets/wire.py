@@ -23,7 +23,8 @@ import msgspec
 from kvsched.spec.protocol import Scheduler
 
 MAX_FRAME = 64 * 1024 * 1024
-"""The largest frame either end accepts: a learner's state for the largest pool fits easily."""
+"""The largest frame either end accepts: a learner's state for the largest pool fits easily. An
+answer is also held to what its workload allows (:mod:`.bounds`), which is mostly far less."""
 
 TEXT_LIMIT = 2000
 """The longest exception text or message the host sends; longer text is cut there."""
@@ -87,7 +88,7 @@ class Raised:
 
 
 _ENCODER = msgspec.msgpack.Encoder()
-_REPLY = msgspec.msgpack.Decoder(tuple[str, msgspec.Raw])
+_PAIR, _FIXSTR = 0x92, 0xA0  # msgpack's markers of a 2-array and of a string of 0 to 31 bytes
 
 BIG_INT = 1
 """msgpack extension code of an int beyond msgpack's 64 bits, sent as its decimal digits: the
@@ -136,14 +137,20 @@ def frame_length(header: bytes) -> int:
 
 
 def split_reply(payload: bytes) -> tuple[Status, msgspec.Raw]:
-    """An answer's status and its still-encoded payload; WireError if it is neither."""
-    try:
-        status, raw = _REPLY.decode(payload)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise WireError(f"an answer that is not [status, payload]: {error}") from None
+    """An answer's status and its still-encoded payload; WireError if it is neither.
+
+    The envelope is read by hand, as the host's encoder writes it (a 2-array, then the status as
+    a short string): msgspec would walk the whole payload to find where it ends, and an answer is
+    measured against its bound (:mod:`.bounds`) before anything walks it. The payload's reader
+    then refuses whatever follows the value.
+    """
+    size = payload[1] - _FIXSTR if len(payload) > 2 and payload[0] == _PAIR else -1
+    if not 0 <= size < 32 or len(payload) <= 2 + size:
+        raise WireError(f"an answer that is not [status, payload]: {bytes(payload[:16])!r}...")
+    status = payload[2 : 2 + size].decode("ascii", "replace")
     if status not in STATUSES:
-        raise WireError(f"an answer with the unknown status {status[:40]!r}")
-    return status, raw
+        raise WireError(f"an answer with the unknown status {status!r}")
+    return status, msgspec.Raw(memoryview(payload)[2 + size :])
 
 
 def decoder(kind: Any) -> Callable[[msgspec.Raw], Any]:
@@ -157,6 +164,11 @@ def decoder(kind: Any) -> Callable[[msgspec.Raw], Any]:
             raise WireError(str(error)) from None
         except (TypeError, ValueError) as error:  # a dataclass's own __post_init__ refused it
             raise WireError(f"{type(error).__name__}: {error}") from None
+        except RecursionError:  # msgspec stops near the interpreter's recursion limit
+            raise WireError(
+                "a value nested too deeply to read (hundreds of levels); plain data, the "
+                "protocol's or a learner's state, nests a few levels"
+            ) from None
 
     return read
 
