@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from kvsched.checks.verdict.files import write_file
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.workload import Workload
 
@@ -82,9 +83,9 @@ def build_report(
         subject=Subject(f"`{folder.name}`, {candidate.source}", provenance, baseline_name),
     )
     outcome, blocks = compose(content)
-    (folder / "report.md").write_text(to_markdown(blocks), encoding="utf-8")
+    write_file(folder / "report.md", to_markdown(blocks))
     title = f"{HEADLINES[outcome]} · kvsched report: {content.name}"
-    (folder / "report.html").write_text(to_html(blocks, title), encoding="utf-8")
+    write_file(folder / "report.html", to_html(blocks, title))
     write_results(candidate, folder / "results.json")
     return content
 

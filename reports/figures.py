@@ -9,12 +9,15 @@ matplotlib gives the same bytes.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kvsched.checks.verdict.files import write_file
 
 POLICY_COLOURS = {"static": "#d95f02", "continuous": "#1b9e77"}
 _OTHER_COLOURS = ("#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
@@ -75,7 +78,9 @@ def new_figure(width: float, height: float) -> Any:
 
 
 def save_png(figure: Any, path: Path) -> bytes:
-    """Write the PNG and return its bytes."""
+    """Write the PNG, whole or not at all, and return its bytes."""
+    drawn = io.BytesIO()
     # Software would embed the matplotlib version; nothing else time-dependent is written to PNG.
-    figure.savefig(path, format="png", dpi=DPI * SAVE_SCALE, metadata={"Software": None})
-    return path.read_bytes()
+    figure.savefig(drawn, format="png", dpi=DPI * SAVE_SCALE, metadata={"Software": None})
+    write_file(path, drawn.getvalue())
+    return drawn.getvalue()

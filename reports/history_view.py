@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from kvsched.checks.verdict.files import write_file
+
 from . import numbers
 from .figures import IDLE_COLOUR, Plot, new_figure, policy_colour, report_style, save_png, slug
 from .gate import Threshold
@@ -144,7 +146,7 @@ def write_history(
     folder.mkdir(parents=True, exist_ok=True)
     plots = [plot_history(history, folder) for history in histories]
     blocks = history_blocks(histories, plots, source, thresholds)
-    (folder / "history.md").write_text(to_markdown(blocks), encoding="utf-8")
+    write_file(folder / "history.md", to_markdown(blocks))
     path = folder / "history.html"
-    path.write_text(to_html(blocks, f"kvsched history: {source}"), encoding="utf-8")
+    write_file(path, to_html(blocks, f"kvsched history: {source}"))
     return path

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvsched.checks.verdict.files import write_file
+
 from .provenance import Provenance, provenance_from_json
 
 RESULTS_FORMAT = 1
@@ -132,7 +134,7 @@ def _case_json(case: CaseResult) -> dict[str, Any]:
 
 def write_results(results: ResultSet, path: Path) -> None:
     text = json.dumps(results_to_json(results), indent=2, ensure_ascii=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    write_file(path, text + "\n")
 
 
 def read_results(path: Path) -> ResultSet:

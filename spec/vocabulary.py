@@ -119,7 +119,10 @@ class ExitCode(IntEnum):
     A finding (1) is a verdict on the target; an invalid input (2) is the user's to fix; an
     internal error (3) is always a bug of kvsched. ``prove`` alone also exits 4: nothing was
     refuted but something was not proved (a timeout or Z3's unknown), which is neither a pass
-    nor a finding.
+    nor a finding. Exit 5 says the verdict was not delivered whole (standard output or a file
+    could not be written: a closed pipe, a full disk, ``ulimit -f``), whatever it was, so a cut
+    output never reads as a pass. 130 and 143 are the shell's codes for a command stopped by
+    SIGINT (Ctrl-C) or SIGTERM: no verdict, and the target's process is ended with it.
     """
 
     OK = 0
@@ -127,6 +130,12 @@ class ExitCode(IntEnum):
     USAGE = 2
     INTERNAL = 3
     NOT_PROVED = 4
+    WRITE_FAILED = 5
+    """Standard output or an output file could not be written; what was written is no verdict."""
+    INTERRUPTED = 130
+    """Stopped by SIGINT (Ctrl-C): 128 + 2, as a shell reports it."""
+    TERMINATED = 143
+    """Stopped by SIGTERM: 128 + 15."""
 
 
 def is_policy(name: str) -> TypeGuard[Policy]:
@@ -149,3 +158,33 @@ GateOutcome = Literal["passed", "failed", "incomplete", "not gated"]
 breach but some figure missing (a benchmark that failed, a run that did not complete), which is
 never a pass; or no ``--fail-on`` given, so nothing was gated."""
 GATE_OUTCOMES: tuple[GateOutcome, ...] = get_args(GateOutcome)
+
+
+Declaration = Literal[
+    "policy",
+    "admission",
+    "token_budget",
+    "chunked_prefill",
+    "prefill_chunk",
+    "preemption",
+    "prefix_sharing",
+    "reserve_ahead",
+    "max_model_len",
+    "reserved_pages",
+    "watermark_pages",
+    "order",
+    "chunking",
+    "budget",
+    "estimate_admission",
+    "restart",
+    "stops_early",
+]
+"""The fields of :class:`~kvsched.spec.properties.TargetProperties`, each a declaration a target
+may make: what ``kvsched check --grade --allow`` names, and what a verdict lists as having
+excused something (tests/test_declarations.py holds this to the dataclass's fields)."""
+DECLARATIONS: tuple[Declaration, ...] = get_args(Declaration)
+
+
+def is_declaration(name: str) -> TypeGuard[Declaration]:
+    """Whether ``name`` is one of the declarations a target may make."""
+    return name in DECLARATIONS

@@ -1,4 +1,5 @@
-"""Writing the files a check leaves behind (JUnit XML, counterexamples) without following links.
+"""Writing the files kvsched leaves behind (JUnit XML, counterexamples, reports) whole, without
+following links.
 
 The target may have run in the current directory before kvsched writes its files, and may have
 planted symbolic links there (``.kvsched`` pointing at a home directory, ``report.xml`` at a
@@ -7,6 +8,11 @@ shell profile). So a file is written to a fresh temporary name in its folder, op
 The folders inside the current directory are walked one by one with ``O_NOFOLLOW`` and made if
 missing, so a link planted in place of one of them is refused; a folder elsewhere is the user's
 own to name, and only its last part must not be a link.
+
+The same rename makes every file whole or absent: a write cut short (a full disk, ``ulimit -f``)
+removes its temporary file and leaves the final name as it was, so a grader never reads half a
+JUnit report, and the data is synced before the rename, so a crash of the machine cannot leave
+the new name on an empty file either.
 """
 
 from __future__ import annotations
@@ -28,21 +34,38 @@ _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_C
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` by temporary file and rename; OSError names what failed."""
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` whole, by synced temporary file and rename.
+
+    OSError names ``path`` (never the temporary name) and leaves ``path`` as it was.
+    """
     if path.name in ("", ".", ".."):
         raise IsADirectoryError(21, "a file name is needed, not a folder", str(path))
+    try:
+        _write_whole(path, data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
+
+
+def _write_whole(path: Path, data: bytes) -> None:
     folder = open_folder(path.parent)
     temporary = f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
         fd = os.open(temporary, _FLAGS, 0o644, dir_fd=folder)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as stream:
-                stream.write(text)
+            with os.fdopen(fd, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
             os.replace(temporary, path.name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
-            os.unlink(temporary, dir_fd=folder)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=folder)
             raise
+        # The rename itself, durable; some file systems cannot sync a folder, and the file is
+        # whole either way.
+        with contextlib.suppress(OSError):
+            os.fsync(folder)
     finally:
         os.close(folder)
 

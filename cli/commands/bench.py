@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.output import emit
 from kvsched.reports.bench import asv, checkout, verdict
 from kvsched.spec.vocabulary import ExitCode
 
@@ -81,7 +82,7 @@ def _bench(args: argparse.Namespace) -> int:
         checkout.shared_clone(repo, clone)
         candidate = named or checkout.snapshot(repo, clone)
         label = args.candidate or "the working tree"
-        print(f"kvsched bench: base {args.base} ({base[:8]}) against {label} ({candidate[:8]})")
+        emit(f"kvsched bench: base {args.base} ({base[:8]}) against {label} ({candidate[:8]})")
         exports = {c: checkout.export(clone, c, work / c) for c in {base, candidate}}
         results = args.results.resolve() if args.results else work / "results"
         config = asv.asv_config(work, clone, exports[candidate], results)
@@ -89,7 +90,7 @@ def _bench(args: argparse.Namespace) -> int:
         try:
             asv.register_machine(config)
             for name, commit in (("base", base), ("candidate", candidate)):
-                print(f"kvsched bench: asv run for the {name} ({commit[:8]}) ...", flush=True)
+                emit(f"kvsched bench: asv run for the {name} ({commit[:8]}) ...")
                 asv.run_suite(config, commit, exports[commit].site, selection, args.quick)
             shown = asv.compare(config, base, candidate, args.factor)
             strict = asv.compare(config, base, candidate, 1.0)  # any change of an exact figure
@@ -97,9 +98,9 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"kvsched bench: {error}", file=sys.stderr)
             return ExitCode.INTERNAL
     rows = verdict.parse_compare(shown)
-    print(shown if args.all else verdict.information(rows, args.factor))
     result = verdict.gate(verdict.parse_compare(strict))
-    print("\n" + result.describe())
+    table = shown if args.all else verdict.information(rows, args.factor)
+    emit(f"{table}\n\n{result.describe()}")
     if not result.gated:
         print("kvsched bench: asv compared no gated figure; is benchmarks/ there?", file=sys.stderr)
         return ExitCode.INTERNAL

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.output import emit
 
 
 def register(subparsers: Any) -> None:
@@ -71,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
             }
             for o in outcomes
         ]
-        print(json.dumps({"caught": caught, "total": total, "mutants": rows}, indent=2))
+        emit(json.dumps({"caught": caught, "total": total, "mutants": rows}, indent=2))
     else:
         table = [
             (o.name, o.bug, o.expected, ", ".join(o.reported) or "nothing",
@@ -79,9 +80,9 @@ def main(args: argparse.Namespace) -> int:
             for o in outcomes
         ]  # fmt: skip
         headers = ["mutant", "planted bug", "expected", "reported", "caught", "seconds"]
-        print(tabulate(table, headers=headers, tablefmt="simple"))
-        print(
-            f"\nmutation score: {caught}/{total} mutants caught with the right invariant id "
+        emit(
+            tabulate(table, headers=headers, tablefmt="simple")
+            + f"\n\nmutation score: {caught}/{total} mutants caught with the right invariant id "
             f"({args.profile} profile)"
         )
     return 0 if caught == total else 1

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.output import emit, printing
 from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import workload_to_json
 
@@ -112,9 +113,10 @@ def main(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - started
     outcome = proofs.outcome(results)
     if args.json:
-        print(json.dumps(_as_json(results, outcome, wall, not_covered), indent=2))
+        emit(json.dumps(_as_json(results, outcome, wall, not_covered), indent=2))
     else:
-        _print_table(results, outcome, wall, methods, not_covered)
+        with printing():
+            _print_table(results, outcome, wall, methods, not_covered)
     if outcome == PROVED:
         return ExitCode.OK
     return ExitCode.NOT_PROVED if outcome == NOT_PROVED else ExitCode.FINDING

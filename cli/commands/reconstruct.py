@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kvsched.commands import UsageError
+from kvsched.commands.output import emit, printing, writing
 from kvsched.spec.teaching import LESSON_PERCENTILE_METHOD
 from kvsched.spec.workload import workload_to_json
 
@@ -28,6 +28,14 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kvsched.checks.proofs.teaching import reconstruct as teaching_trace
+
+    # The answers are printed as they come (each may take minutes), so all of it is the output.
+    with printing():
+        return _reconstruct(args, teaching_trace)
+
+
+def _reconstruct(args: argparse.Namespace, teaching_trace: Any) -> int:
+    from kvsched.checks.verdict.files import write_file
 
     meaning = {"unsat": "impossible (proved)", "sat": "possible", "unknown": "not decided"}
     print("under linear percentiles (the default, spec/semantics.md 7.4):")
@@ -54,9 +62,7 @@ def main(args: argparse.Namespace) -> int:
             f"{figures['utilization']:.1%}, P95 wait {figures['p95_wait']:.1f} (reference replay)"
         )
     if args.out:
-        try:
-            args.out.write_text(json.dumps(workload_to_json(workload), indent=2) + "\n")
-        except OSError as error:
-            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
-        print(f"wrote {args.out}")
+        with writing(f"--out {args.out}"):
+            write_file(args.out, json.dumps(workload_to_json(workload), indent=2) + "\n")
+        emit(f"wrote {args.out}")
     return 0

@@ -14,6 +14,7 @@ from typing import Any
 
 from kvsched.checks.record.base import SCHEDULING_POLICIES
 from kvsched.commands import UsageError
+from kvsched.commands.output import emit, writing
 from kvsched.spec.vocabulary import ENGINE_NAMES
 
 
@@ -104,24 +105,23 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--watermark must be from 0 to below 1, got {args.watermark}")
     workload = load_workload(args.workload)
     try:
-        iterations = record_log(
-            args.engine,
-            workload,
-            args.out,
-            RecordOptions(
-                token_budget=args.token_budget,
-                policy=args.policy,
-                chunked_prefill=args.chunked_prefill,
-                prefill_chunk=args.prefill_chunk,
-                prefix_caching=args.prefix_caching,
-                prefill_interval=args.prefill_interval,
-                watermark=args.watermark,
-                early_stops=args.early_stops,
-            ),
-        )
+        with writing(f"--out {args.out}"):
+            iterations = record_log(
+                args.engine,
+                workload,
+                args.out,
+                RecordOptions(
+                    token_budget=args.token_budget,
+                    policy=args.policy,
+                    chunked_prefill=args.chunked_prefill,
+                    prefill_chunk=args.prefill_chunk,
+                    prefix_caching=args.prefix_caching,
+                    prefill_interval=args.prefill_interval,
+                    watermark=args.watermark,
+                    early_stops=args.early_stops,
+                ),
+            )
     except RecorderError as error:
         raise UsageError(str(error)) from None
-    except OSError as error:
-        raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
-    print(f"wrote {args.out}: {iterations} iterations of {args.engine} over {workload.name}")
+    emit(f"wrote {args.out}: {iterations} iterations of {args.engine} over {workload.name}")
     return 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from kvsched.commands.output import emit
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
 from kvsched.reference.families import workload_from_spec
@@ -83,13 +84,12 @@ def main(args: argparse.Namespace) -> int:
         runs[policy] = run(workload, scheduler, policy)
         metrics[policy] = compute_metrics(workload, runs[policy].events)
     if args.format == "json":
-        print(json.dumps({p: m.as_dict() for p, m in metrics.items()}, indent=2))
+        emit(json.dumps({p: m.as_dict() for p, m in metrics.items()}, indent=2))
         return 0
-    print(render_table(workload, metrics))
+    shown = [render_table(workload, metrics)]
     if timeline:
-        for policy_run in runs.values():
-            print()
-            print(render_timeline(policy_run, fold=args.timeline == "changes"))
+        shown += [render_timeline(r, fold=args.timeline == "changes") for r in runs.values()]
+    emit("\n\n".join(shown))
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvsched.commands import UsageError
 from kvsched.commands.limits import add_limit_options
+from kvsched.commands.output import emit, writing
 from kvsched.commands.policies import hosted_policies
 from kvsched.reference import POLICIES
 from kvsched.spec.protocol import SchedulerFactory
@@ -180,25 +181,25 @@ def _report(
     from kvsched.reports.build import build_report
 
     try:
-        report = build_report(
-            folder,
-            _command(args, name),
-            workloads,
-            policies,
-            args.engine,
-            candidate,
-            baseline,
-            thresholds,
-            teaching=_teaching(),
-            plots=not args.no_plots,
-            baseline_name=args.baseline or "",
-            zoom=_zoom(args.zoom),
-        )
+        # Every input was read before: an OSError here is writing the report.
+        with writing(f"--out {folder}"):
+            report = build_report(
+                folder,
+                _command(args, name),
+                workloads,
+                policies,
+                args.engine,
+                candidate,
+                baseline,
+                thresholds,
+                teaching=_teaching(),
+                plots=not args.no_plots,
+                baseline_name=args.baseline or "",
+                zoom=_zoom(args.zoom),
+            )
     except ThresholdError as error:
         raise UsageError(f"--fail-on {error}") from None
-    except OSError as error:  # every input was read before; this is writing the report
-        raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
-    print(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
+    emit(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
     if report.comparison is not None:
         for warning in report.comparison.warnings:
             print(f"warning: {warning}", file=sys.stderr)
@@ -216,7 +217,7 @@ def _report(
         else ("FAILED" if report.verdict.breaches else "FAILED (incomplete)")
     )
     count = len(report.verdict.problems)
-    print(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
+    emit(f"gate {verdict}: {count} regression(s), {len(thresholds)} threshold(s)")
     return 0 if report.verdict.passed else 1
 
 

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from kvsched.commands import UsageError
+from kvsched.commands.output import printing, writing
 
 
 def draw_history(args: argparse.Namespace) -> int:
@@ -30,14 +31,12 @@ def draw_history(args: argparse.Namespace) -> int:
         histories = read_history(Path(args.history), metrics, thresholds)
     except ResultsError as error:
         raise UsageError(f"--history {error}") from None
-    try:
-        written = write_history(
-            histories, Path(args.out) / (args.name or "history"), args.history, thresholds
-        )
-    except OSError as error:
-        raise UsageError(f"--out: cannot write {error.filename} ({error.strerror})") from None
-    print(f"wrote {written} and history.md: {len(histories[0].commits)} commits")
-    for history in histories:
-        for label, index in history.moved:
-            print(f"moved: {history.metric} of {label} at {history.commits[index]}")
+    folder = Path(args.out) / (args.name or "history")
+    with writing(f"--out {folder}"):
+        written = write_history(histories, folder, args.history, thresholds)
+    with printing():
+        print(f"wrote {written} and history.md: {len(histories[0].commits)} commits")
+        for history in histories:
+            for label, index in history.moved:
+                print(f"moved: {history.metric} of {label} at {history.commits[index]}")
     return 0

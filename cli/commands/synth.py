@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
+from kvsched.commands.output import emit, printing, writing
 from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import workload_to_json
 
@@ -66,6 +67,7 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     _validate(args)
     from kvsched.checks.proofs import synthesis as synth  # imports hypothesis and z3
+    from kvsched.checks.verdict.files import write_file
 
     space = synth.SearchSpace(
         requests=args.requests,
@@ -87,18 +89,17 @@ def main(args: argparse.Namespace) -> int:
     else:
         answer = synth.answer_reuse_by_z3(space, args.timeout)
     if args.json:
-        print(json.dumps(_as_json(answer), indent=2))
+        emit(json.dumps(_as_json(answer), indent=2))
     else:
-        _print(answer)
+        with printing():
+            _print(answer)
     if answer.workload is not None and args.out:
-        try:
-            args.out.write_text(json.dumps(workload_to_json(answer.workload), indent=2) + "\n")
-        except OSError as error:
-            raise UsageError(f"--out {args.out}: cannot write ({error.strerror})") from None
+        with writing(f"--out {args.out}"):
+            write_file(args.out, json.dumps(workload_to_json(answer.workload), indent=2) + "\n")
         if not args.json:
-            print(f"wrote {args.out}")
+            emit(f"wrote {args.out}")
     elif answer.workload is not None and not args.json:
-        print("(not saved: add --out FILE to write the workload file)")
+        emit("(not saved: add --out FILE to write the workload file)")
     answered = answer.workload is not None or answer.verdict.startswith("none exists")
     return ExitCode.OK if answered else ExitCode.FINDING
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kvsched.checks.verdict.files import write_file
 from kvsched.reports.bench.checkout import Export
 
 MACHINE = "kvsched-bench"
@@ -37,7 +38,7 @@ def asv_config(work: Path, clone: Path, candidate: Export, results: Path) -> Pat
         branches=["HEAD"],
     )
     path = work / "asv.conf.json"
-    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    write_file(path, json.dumps(config, indent=2))
     return path
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from attack_harness import check_in_process, failed, write_attack
 
+from kvsched.spec.vocabulary import ExitCode
+
 NONE = ("--sandbox", "none")
 
 PLANTS = """
@@ -39,6 +41,6 @@ def test_a_linked_save_folder_is_refused(tmp_path: Path, capsys: object) -> None
     path = write_attack(tmp_path, PLANTS)
     # The default .kvsched/counterexamples.
     outcome = check_in_process(capsys, f"{path}:Attack", *NONE)
-    assert outcome.code == 2, outcome
+    assert outcome.code == ExitCode.WRITE_FAILED, outcome  # an output missing: never a pass
     assert "--save-dir" in outcome.err
     assert not list((tmp_path / "elsewhere").iterdir())
