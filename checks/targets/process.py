@@ -67,20 +67,24 @@ class HostProcess:
         except BaseException:
             self.jail.close()
             raise
-        os.close(to_host_r)
-        os.close(from_host_w)
-        self._outputs = {
-            self._process.stdout.fileno(): _Tail("stdout"),  # type: ignore[union-attr]
-            self._process.stderr.fileno(): _Tail("stderr"),  # type: ignore[union-attr]
-        }
-        for fd in (self._to_host, self._from_host, *self._outputs):
-            os.set_blocking(fd, False)
-        self._buffer = bytearray()
-        self._poller = select.poll()
-        for fd in (self._from_host, *self._outputs):
-            self._poller.register(fd, select.POLLIN)
-        self._poller.register(self._to_host, 0)
         self.closed = False
+        try:  # an interrupt from here on must still end the host
+            os.close(to_host_r)
+            os.close(from_host_w)
+            self._outputs = {
+                self._process.stdout.fileno(): _Tail("stdout"),  # type: ignore[union-attr]
+                self._process.stderr.fileno(): _Tail("stderr"),  # type: ignore[union-attr]
+            }
+            for fd in (self._to_host, self._from_host, *self._outputs):
+                os.set_blocking(fd, False)
+            self._buffer = bytearray()
+            self._poller = select.poll()
+            for fd in (self._from_host, *self._outputs):
+                self._poller.register(fd, select.POLLIN)
+            self._poller.register(self._to_host, 0)
+        except BaseException:
+            self.kill()
+            raise
 
     def exchange(self, frame: bytes, doing: str, seconds: float | None = None) -> bytes:
         """Send ``frame``, return the answer's payload; HostFailure if none comes in time.
@@ -215,9 +219,9 @@ class HostProcess:
         """End the host and everything it started (its whole session); close the pipes."""
         if self.closed:
             return
-        self.closed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
+        self.closed = True  # only once the kill is sent: an interrupt before it kills again
         self._process.wait()
         self.jail.close()
         for fd in (self._to_host, self._from_host):
