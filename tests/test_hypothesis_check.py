@@ -15,6 +15,7 @@ from typing import ClassVar
 import pytest
 from hypothesis import strategies as st
 
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.mutants.batching import DecodesTwice, IgnoresBatchLimit
@@ -155,13 +156,13 @@ def _two_bug_workload(n: int) -> Workload:
 def test_shrinking_stays_on_the_invariant_found_first(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
 
-    def recording(run: Run, properties: object = None) -> Finding | None:
+    def recording(run: Run, properties: object = None) -> tuple[Finding | None, Excused]:
         finding = monitor_run(run)
         if finding is not None:
             seen.append(finding.invariant)
-        return finding
+        return finding, Excused()
 
-    monkeypatch.setattr(hypothesis_check, "monitor_run", recording)
+    monkeypatch.setattr(hypothesis_check, "watch_run", recording)
     examples = st.integers(0, 1000).map(_two_bug_workload)
     found = search(TwoBugs, "continuous", strategy=examples).counterexample
     assert seen[0] == "DEC-1", "the search met the PAGE-4 bug first; this test then proves nothing"
@@ -186,10 +187,10 @@ def test_a_nondeterministic_target_gets_a_verdict() -> None:
 
 
 def test_a_crash_of_kvsched_is_not_a_finding(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken_monitor(run: Run, properties: object = None) -> Finding | None:
+    def broken_monitor(run: Run, properties: object = None) -> tuple[Finding | None, Excused]:
         raise ZeroDivisionError("a bug in the monitor")
 
-    monkeypatch.setattr(hypothesis_check, "monitor_run", broken_monitor)
+    monkeypatch.setattr(hypothesis_check, "watch_run", broken_monitor)
     with pytest.raises(ZeroDivisionError):
         search(ContinuousScheduler, "continuous", max_examples=5)
 

@@ -14,6 +14,7 @@ import importlib
 import json
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ def assert_same(path: Path) -> int:
         if isinstance(full, LogCheck) and isinstance(fast, LogCheck):
             assert full.fast_lines == 0
             taken += fast.fast_lines
-            fast = LogCheck(fast.header, fast.iterations, fast.finding, fast.later, fast.efficiency)
+            fast = replace(fast, fast_lines=0)  # the rest, excuses included, must agree
         assert fast == full, path.read_text()[:2000]
     return taken
 

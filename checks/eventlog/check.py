@@ -6,13 +6,15 @@ Nothing of the engine that wrote the log is imported, and nothing but the live s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.steady import SteadyDecode
 from kvsched.checks.eventlog.steady_ops import in_scope
 from kvsched.checks.eventlog.stream import LogReader
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Efficiency, Meter
@@ -32,16 +34,26 @@ class LogCheck:
     """The efficiency figures over the events read (up to the finding, when checking stopped)."""
     fast_lines: int = 0
     """Iteration lines the fast path (:mod:`.steady`) took in without making their events."""
+    excused: Excused = field(default_factory=Excused)
+    """What the log's declarations excused in the lines read."""
 
 
-def check_stream(path: str | Path, all_findings: bool = False, fast: bool = True) -> LogCheck:
+def check_stream(
+    path: str | Path,
+    all_findings: bool = False,
+    fast: bool = True,
+    accept: Callable[[LogHeader], None] | None = None,
+) -> LogCheck:
     """Judge the log at ``path`` with the runtime monitor as it streams: the first finding, or
     (``all_findings``) the first finding of every invariant, checking on after a violation.
 
     ``fast`` takes steady decoding in without events where :mod:`.steady` applies; the
-    findings and figures are those of the full path (``fast=False``) either way."""
+    findings and figures are those of the full path (``fast=False``) either way. ``accept``
+    sees the header before any line is checked, and may refuse it by raising."""
     reader = LogReader(path)
     header = reader.header
+    if accept is not None:
+        accept(header)
     properties = header.properties
     monitor = Monitor(header.workload, properties.policy, properties, all_findings)
     meter = Meter(header.workload, properties)
@@ -62,14 +74,19 @@ def check_stream(path: str | Path, all_findings: bool = False, fast: bool = True
             meter.observe(event)
             found = monitor.observe(event)
         if found is not None and not all_findings:
-            figures = meter.figures()
-            return LogCheck(header, reader.iterations, monitor.finding, (), figures, _fast(steady))
+            figures, fast_lines = meter.figures(), _fast(steady)
+            excused = monitor.excused()
+            return LogCheck(
+                header, reader.iterations, monitor.finding, (), figures, fast_lines, excused
+            )
     if steady is not None:
         steady.flush()
     monitor.finish(reader.drained, reader.fault)
     later = tuple(f for f in monitor.findings.values() if f is not monitor.finding)
-    figures = meter.figures()
-    return LogCheck(header, reader.iterations, monitor.finding, later, figures, _fast(steady))
+    figures, excused = meter.figures(), monitor.excused()
+    return LogCheck(
+        header, reader.iterations, monitor.finding, later, figures, _fast(steady), excused
+    )
 
 
 def _fast(steady: SteadyDecode | None) -> int:

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING
 
 from kvsched.checks.judge.allocator import check_allocator
 from kvsched.checks.judge.eventlog import check_event_log
+from kvsched.checks.judge.grade import enforce
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
 from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.targets.deadline import Deadline
@@ -51,7 +53,7 @@ from kvsched.reference.families import CHECK_SOURCE, check_workloads
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
-from kvsched.spec.vocabulary import POLICY_NAMES
+from kvsched.spec.vocabulary import POLICY_NAMES, Declaration
 from kvsched.spec.workload import Workload
 
 if TYPE_CHECKING:
@@ -83,6 +85,8 @@ class CheckOptions:
     """Requests in the Z3 induction proofs cited for a reference scheduler; 0 skips them."""
     all_findings: bool = False
     """For an event log: check on after a violation, for every invariant's first violation."""
+    allowed: frozenset[Declaration] | None = None
+    """Grading (``--grade``): the declarations allowed, any other refused; ``None``: not grading."""
 
 
 def check_target(
@@ -104,6 +108,8 @@ def check_target(
         properties = target.properties
         if properties is not None and options.policy:  # --policy overrides the declaration
             properties = replace(properties, policy=options.policy)
+        where = f"{target.spec} (its policy and properties = TargetProperties(...))"
+        enforce(options.allowed, properties, policy, where)
         verdict = check_scheduler(
             target.spec, "scheduler", target.factory, policy, properties, options, deadline
         )
@@ -137,7 +143,9 @@ def check_target(
             target.spec, tuple(verdicts), allocator, time.monotonic() - started, notes=notes
         )
     assert isinstance(target, EventLogTarget)
-    verdict = check_event_log(target.spec, target.path, options.policy, options.all_findings)
+    verdict = check_event_log(
+        target.spec, target.path, options.policy, options.all_findings, options.allowed
+    )
     return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
 
 
@@ -172,14 +180,15 @@ def check_scheduler(
     ) -> Verdict:
         return build_verdict(
             label, kind, policy, evidence, finding, failing, properties=properties,
-            efficiency=efficiency, efficiency_on=measured_on,
+            efficiency=efficiency, efficiency_on=measured_on, excused=excused,
         )  # fmt: skip
 
-    runs = 0
+    runs, excused = 0, Excused()  # what the declarations excused, over the runs judged
     for workload, source in fixed:
         runs += 1
         names += [source] if source not in names else []
-        finding, figures = trial.measured(workload)
+        finding, figures, seen = trial.measured(workload)
+        excused += seen
         if not measured_on:
             efficiency, measured_on = figures, source
         if finding is not None:
@@ -190,6 +199,7 @@ def check_scheduler(
     if not options.hypothesis:
         return verdict(evidence, None)
     result = trial.search()
+    excused += result.excused
     evidence = replace(
         evidence,
         monitor_runs=evidence.monitor_runs + result.examples,
@@ -213,13 +223,16 @@ class _Trial:
     options: CheckOptions
     deadline: Deadline
 
-    def measured(self, workload: Workload) -> tuple[Finding | None, tuple[tuple[str, int], ...]]:
-        """Run ``workload`` through the engine and the monitor: the first finding, if any, and
-        the run's efficiency figures (EFF-1..EFF-4)."""
+    def measured(
+        self, workload: Workload
+    ) -> tuple[Finding | None, tuple[tuple[str, int], ...], Excused]:
+        """Run ``workload`` through the engine and the monitor: the first finding, if any, the
+        run's efficiency figures (EFF-1..EFF-4) and what the declarations excused in it."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
         result = run(workload, self.factory, policy=self.policy, properties=self.properties)
         figures = measure(workload, result.events, self.properties).by_id()
-        return monitor_run(result, self.properties), tuple(figures.items())
+        finding, excused = watch_run(result, self.properties)
+        return finding, tuple(figures.items()), excused
 
     def search(self, invariant: str | None = None) -> SearchResult:
         # Hypothesis is imported only when it is used.

@@ -9,21 +9,34 @@ to the violation.
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.checks.judge.grade import enforce
+from kvsched.checks.verdict.declarations import declared
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, build_verdict
-from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import Declaration
 
 
 def check_event_log(
-    label: str, path: Path, policy: str = "", all_findings: bool = False
+    label: str,
+    path: Path,
+    policy: str = "",
+    all_findings: bool = False,
+    allowed: frozenset[Declaration] | None = None,
 ) -> Verdict:
     """Judge the log at ``path``; ``policy``, if given, must be the one the log declares.
-    With ``all_findings`` the verdict has the first violation of every invariant."""
-    checked = check_stream(path, all_findings)
+    With ``all_findings`` the verdict has the first violation of every invariant. Grading
+    (``allowed`` not ``None``), a declaration of the header's not allowed is refused unread."""
+
+    def accept(header: LogHeader) -> None:
+        declaring = header.properties
+        where = f"the header of {label} (its target object)"
+        enforce(allowed, declaring, declaring.policy, where, needs_policy=False)
+
+    checked = check_stream(path, all_findings, accept=accept)
     header = checked.header
     properties = header.properties
     if policy and policy != properties.policy:
@@ -40,7 +53,7 @@ def check_event_log(
     efficiency = tuple(figures.items())
     notes: list[str] = []
     if not properties.lesson_model:
-        notes.append(f"declared by the log: {_declared(properties)}")
+        notes.append(f"declared by the log: {', '.join(declared(properties).values())}")
     if header.pages == "counts":
         notes.append(
             "the log counts pages without naming them: PAGE-2 (one owner per page) cannot be "
@@ -59,15 +72,5 @@ def check_event_log(
         properties=properties,
         efficiency=efficiency,
         efficiency_on="the recorded log",
+        excused=checked.excused,
     )
-
-
-def _declared(properties: TargetProperties) -> str:
-    """The declarations that differ from the lesson model, as ``name=value`` or a bare flag."""
-    parts = []
-    for field in fields(properties):
-        value = getattr(properties, field.name)
-        if field.name == "policy" or value == field.default:
-            continue
-        parts.append(field.name if value is True else f"{field.name}={value!r}")
-    return ", ".join(parts)

@@ -56,7 +56,10 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
     finally:
         remote.close()
     seconds = time.monotonic() - started  # starting the host and importing the target count too
-    return replace(report, seconds=seconds, notes=(*report.notes, confinement.describe()))
+    contained = confinement.containment()
+    notes = (*report.notes, confinement.describe())
+    sandbox = (contained.kind, contained.reason)
+    return replace(report, seconds=seconds, notes=notes, sandbox=sandbox)
 
 
 SEARCH = (

@@ -66,7 +66,10 @@ class BatchRules:
     def check_commitment(self, n: int) -> Finding | None:
         """PAGE-5 on the pages peak admission commits (3.2)."""
         committed, usable = self.requests.committed, self.pages.usable
-        if self.properties.admission == "peak" and committed > usable:
+        if committed > usable and self.properties.admission != "peak":
+            self.requests.tally.overcommit(n)  # lazy admission commits no peak pages
+            return None
+        if committed > usable:
             return Finding(
                 "PAGE-5",
                 n,
@@ -99,7 +102,10 @@ class BatchRules:
         requests, properties = self.requests, self.properties
         if "BATCH-3" not in self.applicable or head is None or event.preempted:
             return None
-        if properties.estimate_admission or len(requests.active) >= self.limits.batch_limit:
+        if len(requests.active) >= self.limits.batch_limit:
+            return None
+        if properties.estimate_admission:  # no work conservation promised: left unjudged
+            requests.tally.unjudged_slots += 1
             return None
         history = requests.known(head)
         if properties.token_budget is not None and not self._budget_left(computed, history + 1):
@@ -108,6 +114,8 @@ class BatchRules:
         if properties.admission == "peak":
             needed = requests.reservation(head)
             if requests.committed + needed > room:
+                if requests.committed + needed <= self.pages.usable:  # but for the watermark
+                    requests.tally.watermarked(n)
                 return None
             why = (
                 f"its {needed} peak pages fit beside the {requests.committed} the batch "
@@ -116,6 +124,8 @@ class BatchRules:
         else:
             needed = pages_for(history + 1, self.limits.page_size)
             if self.pages.free - properties.watermark_pages < needed:
+                if self.pages.free >= needed:  # but for the watermark
+                    requests.tally.watermarked(n)
                 return None
             why = f"{self.pages.free} pages were free and it needs at most {needed}"
         return Finding(
@@ -135,6 +145,9 @@ class BatchRules:
         chunking = properties.declared_chunking
         may_chunk = chunking == "all" or (chunking == "first" and not spent)
         need = 1 if may_chunk else whole
+        summed = budget - sum(spent) >= need
         if properties.budget == "padded":
-            return (len(spent) + 1) * max([need, *spent]) <= budget
-        return budget - sum(spent) >= need
+            padded = (len(spent) + 1) * max([need, *spent]) <= budget
+            self.requests.tally.padded += summed and not padded  # what padding alone refused
+            return padded
+        return summed

@@ -121,7 +121,7 @@ def slots_within_the_batch_limit(monitor: Monitor, event: IterationEvent) -> Fin
 
 @per_iteration("admission", "PAGE-5")
 def commitment_within_the_pool(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    if event.schedule is not None:
+    if event.schedule is not None or not event.admitted:  # only an admission commits more
         return None
     return monitor.batch.check_commitment(event.iteration)
 

@@ -45,19 +45,24 @@ class LivenessRules:
             # A request that preempts itself ends the schedule() (vLLM's break): the iteration
             # computed nothing, and the bound's other allowances assume every iteration does.
             self.requests.bound += 1
+            self.requests.tally.allowance += 1
 
     def check_thrash(self, n: int, event: IterationEvent) -> Finding | None:
         """LIVE-3, for this iteration's preemptions, once its progress is counted."""
         if self.counted != n:  # the token checks failed: no count to judge by
             return None
         for rid in event.preempted:
-            if self.progress.preempted_again(rid) and self.thrash:
-                message = (
-                    f"request {rid!r} was preempted again in iteration {n}, and no request has "
-                    "produced a token or computed new KV since its last preemption, this "
-                    "iteration included: the engine cycles through the same states (thrash)"
-                )
-                return Finding("LIVE-3", n, message, requests=(rid,))
+            if not self.progress.preempted_again(rid):
+                continue
+            if not self.thrash:  # taken out by a declaration (invariants.declared_out)
+                self.requests.tally.thrash += 1
+                continue
+            message = (
+                f"request {rid!r} was preempted again in iteration {n}, and no request has "
+                "produced a token or computed new KV since its last preemption, this "
+                "iteration included: the engine cycles through the same states (thrash)"
+            )
+            return Finding("LIVE-3", n, message, requests=(rid,))
         return None
 
     def check_stranded(
@@ -80,6 +85,8 @@ class LivenessRules:
             needed = pages_for(history, requests.page_size)
         room = self.pages.free - properties.watermark_pages
         if needed > room:
+            if needed <= self.pages.free:  # it fitted but for the declared watermark
+                requests.tally.watermarked(n)
             return None
         message = (
             f"nothing ran in iteration {n} while {head!r} waited at the head of the queue and "

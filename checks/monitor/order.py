@@ -72,6 +72,7 @@ class OrderRules:
             return self._least(frozenset())  # an aborted request still waits: it is a candidate
         # The schedule may have had a request aborted from the queue at its head (4.9).
         if self.ledger.properties.stops_early and event.finished_outside_the_batch:
+            self.ledger.tally.unjudged_head(event.iteration)
             return None
         # next(iter(...)): the head without materialising a long queue
         head = next(iter(event.waiting), None) if event.waiting else self.ledger.head()

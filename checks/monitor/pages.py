@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
+from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
@@ -21,7 +22,9 @@ from kvsched.spec.workload import Limits, pages_for
 class PageLedger:
     """Page tables and page holders, as the events report them."""
 
-    def __init__(self, limits: Limits, properties: TargetProperties) -> None:
+    def __init__(
+        self, limits: Limits, properties: TargetProperties, tally: Tally | None = None
+    ) -> None:
         self.page_size = limits.page_size
         self.pool_pages = limits.pool_pages
         self.usable = properties.usable_pages(limits)
@@ -29,6 +32,7 @@ class PageLedger:
         self.sharing = properties.prefix_sharing
         self.tables: dict[str, tuple[int, ...]] = {}
         self.holders: dict[int, set[str]] = {}  # held pages only: a free page has no entry
+        self.tally = tally if tally is not None else Tally()
 
     @property
     def free(self) -> int:
@@ -143,6 +147,7 @@ class PageLedger:
                     rid,
                     *others,
                 )
+            self.tally.shared_pages += bool(owners)  # a second holder, declared shared
             owners.add(rid)
         self.tables[rid] = now
         return None
@@ -223,6 +228,8 @@ class PageLedger:
                 (),
                 rid,
             )
+        if held > needed and most is not None and held <= most:  # within its reservation
+            self.tally.over_reservation(held - needed)
         if most is not None and held > most:
             return _found(
                 "PAGE-1",

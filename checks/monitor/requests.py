@@ -1,11 +1,10 @@
 """The monitor's request ledger: where every request is, and what it has (sections 3.1-3.6).
 
-It follows each request through arrival, the waiting queue, admission, preemption and
-completion, checking the request-side invariants as the events report them: REQ-1 and REQ-2
-(arrival and conservation), BATCH-2 (who may be admitted; in which order is :mod:`.order`'s) and the
-LIVE-1 bound. It also holds each request's output and KV token counts, which
-:mod:`.tokens` checks. Every method touches only the requests an event names, so its cost
-follows the iteration, not the workload.
+It follows each request through arrival, the waiting queue, admission, preemption and completion,
+checking the request-side invariants as the events report them: REQ-1 and REQ-2 (arrival and
+conservation), BATCH-2 (who may be admitted; in which order is :mod:`.order`'s) and the LIVE-1
+bound. It also holds each request's output and KV token counts, which :mod:`.tokens` checks.
+Every method touches only the requests an event names, so its cost follows the iteration.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 
+from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
 from kvsched.spec.properties import TargetProperties
@@ -27,8 +27,7 @@ class RequestLedger:
     def __init__(
         self, workload: Workload, properties: TargetProperties, applicable: set[str]
     ) -> None:
-        self.properties = properties
-        self.applicable = applicable
+        self.properties, self.applicable = properties, applicable
         self.page_size = workload.limits.page_size
         self.requests = {r.id: r for r in workload.requests}  # in the workload's order
         self.prompts: dict[str, int] = {}
@@ -40,16 +39,15 @@ class RequestLedger:
         self.active: dict[str, None] = {}  # the batch, in admission order
         self.generated: Counter[str] = Counter()  # output tokens produced so far
         self.kv: Counter[str] = Counter()  # tokens whose KV the request's pages hold
-        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): the
-        # request's tokens are its prompt minus these plus its output, which owes these more.
+        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): its
+        # tokens are its prompt minus these plus its output, which owes these more.
         self.moved: Counter[str] = Counter()
         self.admitted_with: dict[str, int] = {}  # output tokens at the latest admission
-        # preempted within its prefill: when, with what KV, out of how many tokens
-        self.cut: dict[str, tuple[int, int, int]] = {}
+        self.cut: dict[str, tuple[int, int, int]] = {}  # cut in its prefill: when, KV, tokens
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
-        # LIVE-1 (3.6): the latest arrival, plus every request's prefill and output tokens
-        self.bound = self.latest = 0
+        self.bound = self.latest = 0  # LIVE-1 (3.6): the latest arrival, prefills and outputs
         self.forgetters: list[Callable[[str], None]] = []  # told of each finished request
+        self.tally = Tally()  # what the declarations excused, counted where each is applied
         for request in arrival_order(workload.requests):
             self.declare(request)
 
@@ -62,10 +60,9 @@ class RequestLedger:
         self.requests[rid] = request
         self.prompts[rid], self.outputs[rid] = request.prompt_tokens, request.output_tokens
         self.arrivals.append(request)
-        self.bound += max(0, request.arrival - self.latest)
-        self.bound += request.output_tokens + self.properties.prefill_iterations(
-            request.prompt_tokens
-        )
+        chunks = self.properties.prefill_iterations(request.prompt_tokens)
+        self.bound += max(0, request.arrival - self.latest) + request.output_tokens + chunks
+        self.tally.allowance += chunks
         self.latest = max(self.latest, request.arrival)
 
     def reservation(self, request_id: str) -> int:
@@ -166,7 +163,9 @@ class RequestLedger:
         moved = self.properties.moved_on_restart(self.known(request_id), lost, decoding)
         self.moved[request_id] += moved
         # the recompute, and one iteration per token the restart moved to the output (LIVE-1)
-        self.bound += self.properties.prefill_iterations(lost) + moved
+        allowed = self.properties.prefill_iterations(lost) + moved
+        self.bound += allowed
+        self.tally.preempted(allowed, moved)
         self.kv[request_id] = 0
         return None
 
@@ -221,6 +220,7 @@ class RequestLedger:
         """``rid``, waiting, joins the batch: shown to break nothing (:meth:`admit`)."""
         del self.queue[rid]
         self.admitted_with[rid] = self.generated[rid]
+        self.tally.unordered += "BATCH-4" not in self.applicable  # the order left unjudged
         self.state[rid] = ACTIVE
         self.active[rid] = None
         self.committed += self.reservation(rid)
@@ -262,6 +262,8 @@ class RequestLedger:
                     f"{made} of its {wanted} output tokens{self.fold_hint(rid) or early}",
                     rid,
                 )
+            if made < wanted:  # the one place an early stop is excused
+                self.tally.stop_early(made, state == WAITING)
             self.leave(rid, state == WAITING)
         return None
 
@@ -282,10 +284,8 @@ class RequestLedger:
             forget(rid)
 
     def fold_hint(self, request_id: str) -> str:
-        cut = self.cut.get(request_id)
-        if cut is None:
-            return ""
-        return restart_hint(request_id, self.properties.restart, cut, self.moved[request_id])
+        cut, restart = self.cut.get(request_id), self.properties.restart
+        return "" if cut is None else restart_hint(request_id, restart, cut, self.moved[request_id])
 
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""

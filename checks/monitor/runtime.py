@@ -25,6 +25,7 @@ from dataclasses import replace
 # Importing the checklist registers its checks.
 from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.liveness import LivenessRules
 from kvsched.checks.monitor.order import OrderRules
@@ -80,7 +81,7 @@ class Monitor:
         # mode the target declares (spec/semantics.md, section 8).
         self.applicable = {invariant.id for invariant in applicable(self.policy, declared)}
         self.requests = RequestLedger(workload, declared, self.applicable)
-        self.pages = PageLedger(workload.limits, declared)
+        self.pages = PageLedger(workload.limits, declared, self.requests.tally)
         self.batch = BatchRules(self.requests, self.pages, workload.limits, self.applicable)
         self.order = OrderRules(self.requests, self.applicable)
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
@@ -168,6 +169,13 @@ class Monitor:
                         return first
         return self.finding
 
+    def excused(self) -> Excused:
+        """What the declarations excused so far (:mod:`.excuses`), frozen."""
+        requests = self.requests
+        finished = len(requests.state) - len(requests.queue) - len(requests.active)
+        lesson_bound = requests.bound - requests.tally.allowance
+        return requests.tally.excused(finished, max(0, self.iteration - lesson_bound))
+
     def _settle(self, check: Check[IterationEvent] | Check[RunEnd], finding: Finding) -> Finding:
         """Keep the first finding, which ``check`` may report only under an id it registered."""
         if finding.invariant not in check.ids:
@@ -191,9 +199,16 @@ def monitor_run(run: Run, properties: TargetProperties | None = None) -> Finding
     The events are checked in order; then the end-of-run checks, a scheduler fault (the run
     stopped because the target raised or answered outside the protocol) first.
     """
+    return watch_run(run, properties)[0]
+
+
+def watch_run(
+    run: Run, properties: TargetProperties | None = None
+) -> tuple[Finding | None, Excused]:
+    """:func:`monitor_run`'s finding, and what the declarations excused up to it."""
     monitor = Monitor(run.workload, run.policy, properties)
     for event in run.events:
         finding = monitor.observe(event)
         if finding is not None:
-            return finding
-    return monitor.finish(run.drained, run.fault)
+            return finding, monitor.excused()
+    return monitor.finish(run.drained, run.fault), monitor.excused()

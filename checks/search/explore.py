@@ -21,7 +21,7 @@ other, never an error of this module.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from hypothesis import Phase, Verbosity, given, reproduce_failure, settings, target
@@ -29,8 +29,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
 
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import monitor_run
+from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
@@ -71,6 +72,8 @@ class SearchResult:
     examples: int
     """Examples run in all: for a clean search, "Hypothesis, N examples" in the check table."""
     counterexample: Counterexample | None
+    excused: Excused = field(default_factory=Excused)
+    """What the target's declarations excused over every example run."""
 
     @property
     def clean(self) -> bool:
@@ -125,15 +128,17 @@ def search(
     use_kvsched_cache()
     examples = 0
     locked = invariant
+    excused = Excused()
 
     @config
     @given(strategy if strategy is not None else search_workloads(_profile(profile)))
     def judge(workload: Workload) -> None:
-        nonlocal examples, locked
+        nonlocal examples, locked, excused
         examples += 1
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
-        finding = monitor_run(result, properties)
+        finding, seen = watch_run(result, properties)
+        excused += seen
         if finding is None:
             _aim_at_pressure(result)
             return
@@ -148,13 +153,13 @@ def search(
         judge()
     except _Violation as violation:
         found = _counterexample(violation, policy, examples, deterministic=True)
-        return SearchResult(policy, profile, examples, found)
+        return SearchResult(policy, profile, examples, found, excused)
     except FlakyFailure as flaky:
         unsteady = _first(flaky, _Violation)
         if unsteady is None:
             raise
         found = _counterexample(unsteady, policy, examples, deterministic=False)
-        return SearchResult(policy, profile, examples, found)
+        return SearchResult(policy, profile, examples, found, excused)
     except DidNotReproduce:
         # Judged and passed: the target was fixed. Never judged: the line was recorded against
         # another strategy, and its choices do not make a workload of this one.
@@ -166,7 +171,7 @@ def search(
         if reproduce is None:
             raise
         raise ValueError(f"cannot replay {reproduce!r}: {error}") from None
-    return SearchResult(policy, profile, examples, None)
+    return SearchResult(policy, profile, examples, None, excused)
 
 
 def find_counterexample(

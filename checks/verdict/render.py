@@ -25,7 +25,7 @@ BY_FIGURE = {figure.id: figure for figure in EFFICIENCY}
 
 def render_table(report: Report, reproduce: str = "") -> str:
     """The report for a terminal. ``reproduce`` is the command line to rerun, without --workload."""
-    blocks: list[str] = []
+    blocks: list[str] = [report.grade.describe()] if report.grade is not None else []
     if report.allocator is not None:
         allocator = report.allocator
         if allocator.finding is None:
@@ -46,7 +46,8 @@ def render_table(report: Report, reproduce: str = "") -> str:
             )
     for verdict in report.verdicts:
         blocks.append(_render_verdict(verdict, reproduce))
-    blocks.extend(report.notes)
+    limits = report.grade.limits if report.grade is not None else None
+    blocks.extend(note for note in report.notes if note != limits)  # stated at the top
     undeclared = any(
         not is_policy(v.policy) and any(r.status == NOT_APPLICABLE for r in v.invariants)
         for v in report.verdicts
@@ -70,6 +71,9 @@ def _render_verdict(verdict: Verdict, reproduce: str) -> str:
     headers = ["invariant", "layer", "verdict", "how checked"]
     table = tabulate(rows, headers=headers, tablefmt="simple")
     parts = [title, table, *verdict.notes]
+    if verdict.declarations:
+        parts.append("Declarations that took out or relaxed a check, and what they excused:")
+        parts.extend(f"  {excuse.describe()}" for excuse in verdict.declarations)
     if verdict.efficiency:
         parts.append(_efficiency_line(verdict))
     if verdict.finding is not None:
@@ -139,6 +143,12 @@ def report_to_json(report: Report) -> dict[str, Any]:
         },
         "verdicts": [_verdict_json(v) for v in report.verdicts],
         "notes": list(report.notes),
+        "sandbox": None
+        if report.sandbox is None
+        else {"kind": report.sandbox[0], "reason": report.sandbox[1]},
+        "grade": None
+        if report.grade is None
+        else {"allowed": list(report.grade.allowed), "limits": report.grade.limits},
     }
 
 
@@ -185,6 +195,16 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
             "reproduce_blob": failing.reproduce_blob,
         },
         "notes": list(verdict.notes),
+        "declarations": [
+            {
+                "declaration": e.declaration,
+                "declared": e.value,
+                "invariants": list(e.invariants),
+                "excused": e.excused,
+                "count": e.count,
+            }
+            for e in verdict.declarations
+        ],
     }
 
 
@@ -217,6 +237,11 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
         suite = _suite(
             root, f"{verdict.target} [{verdict.policy or 'no policy'}]", len(verdict.invariants)
         )
+        if verdict.declarations:  # a CI report shows what a pass was excused
+            listed = ElementTree.SubElement(suite, "properties")
+            for e in verdict.declarations:
+                name, value = f"declaration.{e.declaration}", e.describe()
+                ElementTree.SubElement(listed, "property", name=name, value=value)
         for row in verdict.invariants:
             case = ElementTree.SubElement(
                 suite,

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.verdict.declarations import Excuse, Grading, excuses
 from kvsched.spec.invariants import CATALOGUE, applicable, declared_out
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
@@ -113,6 +115,8 @@ class Verdict:
     allocator_finding: Finding | None = None
     """The learner's ``allocate_kv_pages``, called directly, broke one of this table's
     invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
+    declarations: tuple[Excuse, ...] = ()
+    """Each declaration that took an invariant out or relaxed it, and what it excused."""
 
     @property
     def ok(self) -> bool:
@@ -172,6 +176,11 @@ class Report:
     allocator: AllocatorVerdict | None = None
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    grade: Grading | None = None
+    """Set by ``kvsched check --grade``: what the grader allowed, and the target's limits."""
+    sandbox: tuple[str, str] | None = None
+    """For a hosted target, the containment it ran in and why that one
+    (checks/targets/sandbox.py: ``bwrap``, ``uid`` or ``none``); None where no code ran."""
 
     @property
     def ok(self) -> bool:
@@ -196,6 +205,7 @@ def build_verdict(
     efficiency: tuple[tuple[str, int], ...] = (),
     efficiency_on: str = "",
     later: tuple[Finding, ...] | None = None,
+    excused: Excused | None = None,
 ) -> Verdict:
     """Build the verdict for every invariant of the catalogue from the check's outcome.
 
@@ -204,6 +214,7 @@ def build_verdict(
     (``exercised`` names what was exercised, all applicable ones by default); else it holds.
     ``later``: the check went on after ``finding`` and found these first violations of other
     invariants (``kvsched check --all-findings``); ``None``: it stopped at ``finding``.
+    ``excused``: what the monitor counted of the declarations' excuses over the runs.
     """
     applicable_ids = {i.id for i in applicable(policy, properties)}
     violated = {f.invariant for f in (finding, *(later or ())) if f is not None}
@@ -240,6 +251,7 @@ def build_verdict(
         notes=notes,
         efficiency=efficiency,
         efficiency_on=efficiency_on,
+        declarations=() if excused is None else excuses(properties, policy, excused),
     )
 
 
@@ -247,10 +259,11 @@ def with_evidence(
     verdict: Verdict, evidence: Evidence, properties: TargetProperties | None
 ) -> Verdict:
     """A clean verdict again, with more evidence (a proof) behind its rows."""
-    return build_verdict(
+    rebuilt = build_verdict(
         verdict.target, verdict.kind, verdict.policy, evidence, None, properties=properties,
         efficiency=verdict.efficiency, efficiency_on=verdict.efficiency_on,
     )  # fmt: skip
+    return replace(rebuilt, declarations=verdict.declarations)
 
 
 def undeclared_note(skipped: list[str]) -> str:

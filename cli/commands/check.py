@@ -9,12 +9,14 @@ arguments or the workload are invalid.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
 from kvsched.commands.limits import add_limit_options, confinement_from
-from kvsched.spec.vocabulary import POLICY_NAMES, PROFILE_NAMES
+from kvsched.commands.output import emit, writing
+from kvsched.spec.vocabulary import DECLARATIONS, POLICY_NAMES, PROFILE_NAMES
 
 DEFAULT_SAVE_DIR = Path(".kvsched") / "counterexamples"
 
@@ -78,6 +80,22 @@ def register(subparsers: Any) -> None:
         "(TypeError for a wrong type, ValueError for a value out of range); by default that is "
         "advice, not a finding",
     )
+    parser.add_argument(
+        "--grade",
+        action="store_true",
+        help="grading mode: refuse (exit 2) every declaration of the target's (TargetProperties, "
+        "an event log's header) not allowed with --allow, require a sandbox, and state the "
+        "limits and the allowed declarations with the verdict",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        choices=DECLARATIONS,
+        default=[],
+        metavar="DECLARATION",
+        help="with --grade: a declaration the target may make (a TargetProperties field, such as "
+        "stops_early); repeat for each",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write JUnit XML")
     parser.add_argument(
@@ -94,10 +112,17 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
     from kvsched.checks.targets.load import TargetError, is_event_log
+    from kvsched.checks.verdict.declarations import Grading
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
     from kvsched.reference.families import workload_from_spec
 
+    if args.allow and not args.grade:
+        raise UsageError("--allow names what --grade accepts: add --grade, or leave --allow out")
+    if args.grade and args.sandbox == "none":
+        raise UsageError("--grade runs the target contained: leave out --sandbox none")
+    if args.grade:  # grading untrusted code needs its containment (limits.py --require-sandbox)
+        args.require_sandbox = True
     confinement = confinement_from(args)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
@@ -123,25 +148,21 @@ def main(args: argparse.Namespace) -> int:
         strict_inputs=args.strict_inputs,
         proof_requests=args.z3_requests,
         all_findings=args.all_findings,
+        allowed=frozenset(args.allow) if args.grade else None,
     )
     try:
         report = check_hosted(args.target, options, confinement)
     except (TargetError, EventLogError) as error:  # cannot be loaded, or a malformed log
         raise UsageError(str(error)) from None
-    try:
+    if args.grade:
+        allowed = tuple(name for name in DECLARATIONS if name in args.allow)
+        limits = "An event log runs no code of the target's." if is_log else confinement.describe()
+        report = replace(report, grade=Grading(allowed, limits))
+    with writing(f"--save-dir {args.save_dir}"):
         report = save_failing_workloads(report, args.save_dir)
-    except OSError as error:
-        raise UsageError(f"--save-dir {args.save_dir}: cannot write ({error.strerror})") from None
     reproduce = f"kvsched check {args.target}"
-    if args.json:
-        print(render_json(report))
-    else:
-        print(render_table(report, reproduce))
+    emit(render_json(report) if args.json else render_table(report, reproduce))
     if args.junit_xml is not None:
-        try:
+        with writing(f"--junit-xml {args.junit_xml}"):
             write_file(args.junit_xml, render_junit_xml(report, reproduce))
-        except OSError as error:
-            raise UsageError(
-                f"--junit-xml {args.junit_xml}: cannot write ({error.strerror})"
-            ) from None
     return report.exit_code

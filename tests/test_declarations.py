@@ -1,0 +1,148 @@
+"""A verdict says which declarations took out or relaxed a check and what each excused in the
+run, with the monitor's counts; grading refuses the declarations the grader did not allow."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields, replace
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from test_early_stops import STOPS, stopped
+
+from kvsched.checks.judge.eventlog import check_event_log
+from kvsched.checks.judge.grade import enforce
+from kvsched.checks.monitor.excuses import Excused
+from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.targets.load import TargetError
+from kvsched.checks.verdict.declarations import declared, excuses
+from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
+from kvsched.checks.verdict.report import Evidence, Report, build_verdict
+from kvsched.reference import ContinuousScheduler
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import ModelOutput, StepOutcome
+from kvsched.spec.vocabulary import DECLARATIONS
+from kvsched.spec.workload import Limits, Request, Workload
+
+EARLY = TargetProperties(policy="continuous", stops_early=True)
+W = Workload(
+    "drops",
+    Limits(2, 4, 16),
+    tuple(Request(f"r{i}", i, 3, 2 + i % 3) for i in range(6)),
+)
+
+
+class DropsTokens(ContinuousScheduler):
+    """Finishes every request at its first token: the rest of its output is dropped."""
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        for seq in self.running:
+            made = output.tokens.get(seq.request.id, 0)
+            if made:
+                seq.generated = seq.request.output_tokens - made
+        return super().update_from_output(output)
+
+
+def test_the_vocabulary_is_the_fields_of_the_properties() -> None:
+    assert tuple(f.name for f in fields(TargetProperties)) == DECLARATIONS
+
+
+def test_the_monitor_counts_each_early_stop_and_its_tokens() -> None:
+    finding, excused = watch_run(run(W, DropsTokens, policy="continuous", properties=EARLY), EARLY)
+    assert finding is None
+    assert (excused.runs, excused.finished, excused.stopped_early) == (1, 6, 6)
+    assert (excused.fewest_tokens, excused.most_tokens, excused.from_queue) == (1, 1, 0)
+    # Undeclared, the same run is REQ-2: the count is where the relaxation is applied.
+    lesson = TargetProperties(policy="continuous")
+    finding, excused = watch_run(run(W, DropsTokens, policy="continuous"), lesson)
+    assert finding is not None and finding.invariant == "REQ-2"
+    assert excused.stopped_early == 0
+
+
+def test_a_correct_run_stops_nothing_early_and_the_verdict_says_so() -> None:
+    _, excused = watch_run(run(W, ContinuousScheduler, properties=EARLY), EARLY)
+    [excuse] = excuses(EARLY, "continuous", excused)
+    assert (excuse.declaration, excuse.count) == ("stops_early", 0)
+    assert excuse.excused == "excused nothing in this run (1 monitored run)"
+
+
+def test_runs_add_up_sums_and_extremes() -> None:
+    one = Excused(runs=1, finished=4, stopped_early=4, fewest_tokens=1, most_tokens=1)
+    other = Excused(runs=1, finished=3, stopped_early=1, fewest_tokens=3, most_tokens=3)
+    both = one + other + Excused()
+    assert (both.runs, both.finished, both.stopped_early) == (2, 7, 5)
+    assert (both.fewest_tokens, both.most_tokens) == (1, 3)
+    [excuse] = excuses(EARLY, "continuous", both)
+    assert excuse.excused == "5 of 7 requests stopped early, after 1 to 3 tokens (2 monitored runs)"
+    [excuse] = excuses(EARLY, "continuous", one)
+    assert excuse.excused.startswith("4 of 4 requests stopped early, after 1 token each")
+
+
+def test_defaults_and_a_lesson_policy_are_not_declarations() -> None:
+    assert declared(TargetProperties(policy="continuous"), "continuous") == {}
+    assert declared(None, "my-policy") == {"policy": "policy='my-policy'"}
+    made = declared(replace(EARLY, admission="lazy", watermark_pages=2), "continuous")
+    assert made == {
+        "admission": "admission='lazy'",
+        "watermark_pages": "watermark_pages=2",
+        "stops_early": "stops_early",
+    }
+
+
+def test_every_relaxing_declaration_says_what_it_excused_or_that_it_excused_nothing() -> None:
+    everything = TargetProperties(
+        policy="continuous", admission="lazy", token_budget=8, chunked_prefill=True,
+        prefill_chunk=4, preemption=True, prefix_sharing=True, reserve_ahead=True,
+        max_model_len=64, watermark_pages=1, order="none", budget="padded",
+        estimate_admission=True, restart="fold", stops_early=True,
+    )  # fmt: skip
+    listed = {e.declaration: e for e in excuses(everything, "continuous", Excused(runs=1))}
+    assert set(listed) == set(declared(everything, "continuous")) - {"token_budget"}
+    for name, excuse in listed.items():
+        if name == "prefill_chunk":  # it takes LIVE-3 out: that is never nothing
+            assert excuse.excused.startswith("LIVE-3 was not checked: 0 repeated preemptions")
+        else:
+            assert excuse.excused.startswith("excused nothing"), (name, excuse)
+
+
+def test_table_json_and_junit_name_the_declaration_and_its_excuse(tmp_path: Path) -> None:
+    _, excused = watch_run(run(W, DropsTokens, policy="continuous", properties=EARLY), EARLY)
+    verdict = build_verdict(
+        "drops", "scheduler", "continuous", Evidence(monitor_runs=1), None,
+        properties=EARLY, excused=excused,
+    )  # fmt: skip
+    report = Report("drops", (verdict,))
+    words = "stops_early (REQ-2, BATCH-3, LIVE-2): 6 of 6 requests stopped early, after 1 token"
+    assert words in render_table(report)
+    [listed] = json.loads(render_json(report))["verdicts"][0]["declarations"]
+    assert (listed["declaration"], listed["count"]) == ("stops_early", 6)
+    junit = ElementTree.fromstring(render_junit_xml(report).split("\n", 1)[1])
+    values = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert words in values["declaration.stops_early"]
+
+
+def test_grading_refuses_what_it_was_not_allowed_and_says_how_to_allow_it() -> None:
+    enforce(None, EARLY, "continuous", "anything")  # not grading: nothing refused
+    enforce(frozenset({"stops_early"}), EARLY, "continuous", "x.py:C")
+    with pytest.raises(TargetError) as refused:
+        enforce(frozenset(), EARLY, "continuous", "x.py:C")
+    assert "x.py:C declares what the grader did not allow: stops_early relaxes REQ-2" in str(
+        refused.value
+    )
+    assert "run again with --allow stops_early" in str(refused.value)
+    with pytest.raises(TargetError, match="declares no policy"):
+        enforce(frozenset(), None, "", "x.py:C")
+
+
+def test_an_event_log_shows_its_early_stops_and_grading_refuses_them(tmp_path: Path) -> None:
+    path = stopped(tmp_path, STOPS)
+    verdict = check_event_log("stops.jsonl", path)
+    assert verdict.ok
+    [excuse] = [e for e in verdict.declarations if e.declaration == "stops_early"]
+    assert excuse.excused == "1 of 2 requests stopped early, after 2 tokens each (1 monitored run)"
+    with pytest.raises(TargetError, match=r"the header of stops\.jsonl .*--allow stops_early"):
+        check_event_log("stops.jsonl", path, allowed=frozenset({"admission", "token_budget"}))
+    allowed = frozenset({"admission", "token_budget", "stops_early"})
+    assert check_event_log("stops.jsonl", path, allowed=allowed).ok
