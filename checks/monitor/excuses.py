@@ -79,29 +79,13 @@ class Tally:
     def excused(self, finished: int, past_bound: int) -> Excused:
         """The run's counts, frozen: ``finished`` requests finished, and how far the run went
         past the lesson's LIVE-1 bound (0: within it)."""
+        counted = {f.name: getattr(self, f.name) for f in fields(Excused) if hasattr(self, f.name)}
         return Excused(
             runs=1,
             finished=finished,
-            stopped_early=self.stopped_early,
-            fewest_tokens=self.fewest_tokens,
-            most_tokens=self.most_tokens,
-            from_queue=self.from_queue,
-            unjudged_heads=self.unjudged_heads,
-            preemptions=self.preemptions,
-            folds=self.folds,
-            folded_tokens=self.folded_tokens,
-            thrash=self.thrash,
-            shared_pages=self.shared_pages,
-            reserved_over=self.reserved_over,
-            extra_pages=self.extra_pages,
-            watermark=self.watermark,
-            unjudged_slots=self.unjudged_slots,
-            padded=self.padded,
-            unordered=self.unordered,
-            overcommitted=self.overcommitted,
-            allowance=self.allowance,
             past_bound_runs=int(past_bound > 0),
             past_bound=past_bound,
+            **counted,
         )
 
 
