@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, fixed_order
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
@@ -160,15 +160,16 @@ class SchedulerDriver:
             else:
                 self.waiting.admit(request_id)
         page_tables = {rid: tuple(pages) for rid, pages in batch.page_tables.items()}
-        allocated = {}
-        for rid, pages in page_tables.items():
-            held = self.tables.get(rid, ())
-            if pages is held or pages == held:  # the common case: nothing new
-                continue
-            before = set(held)
-            new = tuple(p for p in pages if p not in before)
-            if new:
-                allocated[rid] = new
+        shared = {rid: tuple(pages) for rid, pages in batch.shared.items()}
+        released = {rid: tuple(pages) for rid, pages in batch.preempt_freed.items()}
+        schedule, allocated = fixed_order(
+            self.tables,
+            batch.preempted,
+            released,
+            batch.admitted,
+            page_tables,
+            shared,
+        )
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
@@ -193,21 +194,17 @@ class SchedulerDriver:
             freed={rid: tuple(pages) for rid, pages in outcome.freed.items()},
             free_pages=outcome.free_pages,
             waiting=self._waiting(batch),
+            schedule=schedule,
             computed=None if batch.computed is None else dict(batch.computed),
             cached=dict(batch.cached),
-            shared={rid: tuple(pages) for rid, pages in batch.shared.items()},
+            shared=shared,
             preempted=tuple(batch.preempted),
-            preempt_freed=(
-                None
-                if batch.computed is None and not batch.preempted
-                else {rid: tuple(pages) for rid, pages in batch.preempt_freed.items()}
-            ),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
         self.tables = dict(page_tables)
         for rid, pages in outcome.freed.items():
-            released = set(pages)
-            self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in released)
+            gone = set(pages)
+            self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in gone)
         for request_id in outcome.finished:
             if request_id in self.members:
                 self.members.remove(request_id)

@@ -10,16 +10,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share"]
+OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share", "lose"]
 """What an engine does to one request while it schedules an iteration, in the order it does it
 (spec/eventlog.md, version 2): the step's computation and the end-of-iteration finishes and frees
-are summarized by the event's other fields."""
+are summarized by the event's other fields. ``lose`` is no engine's operation: it is how a page
+table that changed without the allocations and frees that explain it is lowered (pages that left
+the table unfreed), so that the monitor judges it instead of missing it."""
 OP_KINDS: tuple[OpKind, ...] = get_args(OpKind)
 
 
 @dataclass(frozen=True)
 class Op:
-    """One scheduling operation on ``request``; ``pages`` for ``free``, ``alloc`` and ``share``."""
+    """One scheduling operation on ``request``; ``pages`` for ``free``, ``alloc``, ``share`` and
+    ``lose``."""
 
     kind: OpKind
     request: str
@@ -54,6 +57,12 @@ class IterationEvent:
     Immutable, and equal to the tuple of those ids; the engine shares one queue between events
     instead of copying it into each (a long queue times many iterations would not fit memory)."""
 
+    schedule: tuple[Op, ...]
+    """The scheduling operations in the order the engine did them. A version-2 log lists them;
+    a version-1 line and an in-process run are lowered to them in version 1's fixed order
+    (:func:`fixed_order`). ``admitted``, ``preempted``, ``allocated`` and ``shared`` summarize
+    them, and ``freed`` holds only the frees at the end of the iteration."""
+
     # Real-engine extensions (spec/eventlog.md, section 4). The defaults are the lesson model, in
     # which the engine never sets them.
     computed: Mapping[str, int] | None = None
@@ -65,18 +74,8 @@ class IterationEvent:
     shared: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Pages of ``allocated`` that a request took by reference (prefix sharing), not fresh."""
     preempted: tuple[str, ...] = ()
-    """Requests preempted in this iteration: they released every page (listed in ``freed``, or
-    in ``preempt_freed`` when that is set) before this iteration's allocation and went back to
-    the waiting queue."""
-    preempt_freed: Mapping[str, tuple[int, ...]] | None = None
-    """Pages released by this iteration's preemptions, apart from ``freed``, which then holds only
-    the releases at the end of the iteration. ``None``: ``freed`` holds both (version 1 logs), so
-    a request preempted, re-admitted and finished in one iteration cannot be told apart there."""
-    schedule: tuple[Op, ...] | None = None
-    """The scheduling operations in the order the engine did them (an event log of version 2).
-    ``None``: the fixed order of version 1 (preemptions, admissions, then allocation), with the
-    pages of a preempted request in ``freed``. When set, ``freed`` holds only the frees at the end
-    of the iteration and ``admitted``, ``preempted``, ``allocated`` and ``shared`` summarize it."""
+    """Requests preempted in this iteration: they released every page (``free`` operations of the
+    schedule) before this iteration's allocation and went back to the waiting queue."""
 
     @property
     def finished_outside_the_batch(self) -> bool:
@@ -89,3 +88,57 @@ class IterationEvent:
     def pages_in_use(self) -> int:
         """Distinct physical pages held while this iteration decoded."""
         return len({page for table in self.page_tables.values() for page in table})
+
+
+def fixed_order(
+    before: Mapping[str, tuple[int, ...]],
+    preempted: Sequence[str],
+    released: Mapping[str, tuple[int, ...]],
+    admitted: Sequence[str],
+    tables: Mapping[str, tuple[int, ...]],
+    shared: Mapping[str, tuple[int, ...]],
+) -> tuple[tuple[Op, ...], dict[str, tuple[int, ...]]]:
+    """An iteration reported as version 1 reports it, as operations: each preemption with the
+    pages it ``released``, the admissions, then how each page table grew from ``before`` (the
+    tables the previous iteration ended with) to ``tables``. Also the pages each table gained.
+    A table missing from ``tables`` is no operation: the monitor's page step finds it.
+
+    A table that only grew at its end is an allocation, its pages in ``shared`` taken by
+    reference. One that lost pages, or changed their order, without a free keeps its common
+    beginning: the rest is a ``lose``, then the table's new rest is taken, so the monitor judges
+    what no operation explains (PAGE-3) instead of missing it.
+    """
+    ops: list[Op] = []
+    for rid in preempted:
+        ops += (Op("preempt", rid), Op("free", rid, tuple(released.get(rid, ()))))
+    ops += (Op("admit", rid) for rid in admitted)
+    gained: dict[str, tuple[int, ...]] = {}
+    gone = set(preempted)
+    for rid, now in tables.items():
+        base = () if rid in gone else before.get(rid, ())
+        if now is base or now == base:  # most requests in most iterations
+            continue
+        kept = len(base)
+        if now[:kept] != base:
+            # The first place they differ, or the end of a table that only shrank.
+            pairs = zip(base, now, strict=False)
+            kept = next((i for i, (a, b) in enumerate(pairs) if a != b), len(now))
+            ops.append(Op("lose", rid, base[kept:]))
+        gained[rid] = new = now[kept:]
+        for by_reference, pages in _runs(new, set(shared.get(rid, ()))):
+            ops.append(Op("share" if by_reference else "alloc", rid, pages))
+    return tuple(ops), gained
+
+
+def _runs(pages: tuple[int, ...], shared: set[int]) -> list[tuple[bool, tuple[int, ...]]]:
+    """``pages`` cut where they pass between shared and fresh, in table order."""
+    if not shared:
+        return [(False, pages)] if pages else []
+    runs: list[tuple[bool, list[int]]] = []
+    for page in pages:
+        by_reference = page in shared
+        if runs and runs[-1][0] == by_reference:
+            runs[-1][1].append(page)
+        else:
+            runs.append((by_reference, [page]))
+    return [(by_reference, tuple(run)) for by_reference, run in runs]

@@ -7,8 +7,17 @@ a word cannot be spelt two ways, and a new one is added in one place. Each vocab
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
-from typing import Literal, TypeGuard, get_args
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeGuard, get_args
+
+if TYPE_CHECKING or sys.version_info >= (3, 11):
+    from typing import assert_never as assert_never
+else:  # Python 3.10: what typing gives from 3.11, for an exhaustive match over a vocabulary
+
+    def assert_never(value: NoReturn) -> NoReturn:
+        raise AssertionError(f"unhandled value: {value!r}")
+
 
 Policy = Literal["static", "continuous"]
 """The lesson's two batching policies (spec/semantics.md, section 5)."""
@@ -92,6 +101,13 @@ PageAdmission = Literal["lazy", "peak"]
 """``peak``: the lesson's commitment of peak pages at admission (3.2); ``lazy``: pages taken as
 tokens are computed, preempting when they run out."""
 
+
+RequestStatus = Literal["waiting", "active", "finished"]
+"""Where the monitor's request ledger has a request that arrived: in the queue (also after a
+preemption), in the batch, or done."""
+WAITING: RequestStatus = "waiting"
+ACTIVE: RequestStatus = "active"
+FINISHED: RequestStatus = "finished"
 
 Step = Literal["bound", "preemption", "admission", "decode", "pages", "slots", "completion"]
 """Where in an iteration a check of the catalogue runs, in the order of spec/semantics.md,

@@ -4,6 +4,7 @@ a planted bug in each engine feature is caught with the right id."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from engines import orca_like
@@ -16,7 +17,7 @@ from kvsched.checks.search.strategies import workloads
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.reference.families import generate
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, fixed_order
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
@@ -92,13 +93,22 @@ def test_shortest_first_is_checked_against_its_own_order() -> None:
     assert finding is not None and finding.invariant == "BATCH-4"
 
 
-def _event(n: int, **fields: object) -> IterationEvent:
-    base: dict[str, object] = dict(
+def _event(n: int, before: dict[str, tuple[int, ...]], **fields: Any) -> IterationEvent:
+    base: dict[str, Any] = dict(
         iteration=n, arrived=(), admitted=(), active=(), decoded=(), finished=(),
-        page_tables={}, allocated={}, freed={}, free_pages=4, waiting=(), computed={},
+        page_tables={}, freed={}, free_pages=4, waiting=(), computed={},
     )  # fmt: skip
+    released = fields.pop("released", {})
     base.update(fields)
-    return IterationEvent(**base)  # type: ignore[arg-type]
+    schedule, gained = fixed_order(
+        before,
+        base.get("preempted", ()),
+        released,
+        base["admitted"],
+        base["page_tables"],
+        {},
+    )
+    return IterationEvent(**base, allocated=gained, schedule=schedule)
 
 
 def test_preempted_readmitted_and_finished_in_one_iteration_frees_each_page_once() -> None:
@@ -107,19 +117,23 @@ def test_preempted_readmitted_and_finished_in_one_iteration_frees_each_page_once
     w = Workload("sarathi", Limits(2, 2, 4), (Request("a", 0, 2, 2),))
     declared = TargetProperties(admission="lazy", preemption=True, token_budget=8)
     first = _event(
-        1, arrived=("a",), admitted=("a",), active=("a",), decoded=("a",),
-        page_tables={"a": (0,)}, allocated={"a": (0,)}, free_pages=3, computed={"a": 2},
+        1, {}, arrived=("a",), admitted=("a",), active=("a",), decoded=("a",),
+        page_tables={"a": (0,)}, free_pages=3, computed={"a": 2},
     )  # fmt: skip
     again = _event(
-        2, admitted=("a",), active=("a",), decoded=("a",), finished=("a",), preempted=("a",),
-        page_tables={"a": (1, 2)}, allocated={"a": (1, 2)}, computed={"a": 3},
-        preempt_freed={"a": (0,)}, freed={"a": (1, 2)}, free_pages=4,
+        2, {"a": (0,)}, admitted=("a",), active=("a",), decoded=("a",), finished=("a",),
+        preempted=("a",), page_tables={"a": (1, 2)}, computed={"a": 3},
+        released={"a": (0,)}, freed={"a": (1, 2)}, free_pages=4,
     )  # fmt: skip
     monitor = Monitor(w, "", declared)
     assert monitor.observe(first) is None and monitor.observe(again) is None
     assert monitor.finish(drained=True) is None
     # A version-1 log has one 'freed' list per request, so the finish reads as a double free.
-    merged = replace(again, preempt_freed=None, freed={"a": (0, 1, 2)})
+    merged = _event(
+        2, {"a": (0,)}, admitted=("a",), active=("a",), decoded=("a",), finished=("a",),
+        preempted=("a",), page_tables={"a": (1, 2)}, computed={"a": 3},
+        released={"a": (0, 1, 2)}, free_pages=4,
+    )  # fmt: skip
     monitor = Monitor(w, "", declared)
     assert monitor.observe(first) is None
     finding = monitor.observe(merged)

@@ -135,6 +135,7 @@ def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
     from kvsched.reference import ContinuousScheduler, run
     from kvsched.reference.efficiency import Meter
     from kvsched.reference.families import generate
+    from kvsched.spec.events import Op
 
     workload = generate("poisson-short-tight", 60, 2)
     result = run(workload, ContinuousScheduler)
@@ -148,7 +149,12 @@ def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
     kept += [requests.kv, monitor.order.position, monitor.prefix.requests]
     kept += [monitor.liveness.progress.most, meter.kv, meter.most, meter.generated, meter.requests]
     assert all(not ledger for ledger in kept), [len(ledger) for ledger in kept]
-    again = replace(result.events[-1], iteration=len(result.events) + 1, admitted=("r0",))
+    again = replace(
+        result.events[-1],
+        iteration=len(result.events) + 1,
+        admitted=("r0",),
+        schedule=(Op("admit", "r0"),),
+    )
     found = monitor.observe(again)
     assert found is not None and found.invariant == "REQ-2" and "already finished" in found.message
 

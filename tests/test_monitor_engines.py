@@ -18,6 +18,7 @@ import pytest
 from engines import nano_like, orca_like, vllm_like
 from engines.blocks import make_event
 from engines.record import SCENARIOS, VLLM, VLLM_PREFIXES
+from relowered import relowered
 
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.reference import run
@@ -221,7 +222,7 @@ def corrupt_vllm(iteration: int, **changes: Any) -> Any:
     result, properties = vllm_clean()
     events = list(result.events)
     events[iteration - 1] = replace(events[iteration - 1], **changes)
-    return monitor_run(replace(result, events=tuple(events)), properties)
+    return monitor_run(replace(result, events=relowered(events)), properties)
 
 
 def test_a_token_from_a_partial_prefill_is_dec_3() -> None:
@@ -266,7 +267,8 @@ def test_a_livelock_that_computes_nothing_is_live_1() -> None:
                 allocated={}, cached={}, shared={})
         for n in range(3, 40)
     ]  # fmt: skip
-    finding = monitor_run(replace(result, events=(*result.events[:2], *idle)), properties)
+    events = relowered((*result.events[:2], *idle))
+    finding = monitor_run(replace(result, events=events), properties)
     # The bound: last arrival 3, plus output and ceil(prompt / 8) prefill iterations per request.
     bound = 3 + (2 + 1) + (4 + 1) + (2 + 2) + (5 + 2)
     assert finding is not None

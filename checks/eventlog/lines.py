@@ -43,12 +43,16 @@ def event_json(event: IterationEvent) -> dict[str, Any]:
     document: dict[str, Any] = {"type": "iteration"}
     for name in _REQUIRED:
         document[name] = _plain(getattr(event, name))
-    if event.preempt_freed is not None:
+    if event.preempted:
         # Version 1 has one 'freed' list per request: preemption's releases join it. Exact
         # unless a request preempted in an iteration also frees in it (spec/eventlog.md 4.6).
-        freed = {rid: tuple(pages) for rid, pages in event.freed.items()}
-        for rid, pages in event.preempt_freed.items():
-            freed[rid] = (*pages, *freed.get(rid, ()))
+        # The preemptions' come first, as they were done first.
+        freed: dict[str, tuple[int, ...]] = {}
+        for op in event.schedule:
+            if op.kind == "free" and op.request in event.preempted:
+                freed[op.request] = (*freed.get(op.request, ()), *op.pages)
+        for rid, pages in event.freed.items():
+            freed[rid] = (*freed.get(rid, ()), *pages)
         document["freed"] = freed
     optional = {
         "computed": event.computed,
@@ -85,7 +89,8 @@ def parse_fault(document: dict[str, Any], where: str) -> SchedulerFault:
     return SchedulerFault(iteration, document["call"], document["message"])
 
 
-def parse_event(document: dict[str, Any], where: str) -> IterationEvent:
+def parse_event(document: dict[str, Any], where: str) -> dict[str, Any]:
+    """A version-1 iteration line's fields, each checked, by name."""
     _known(document, {"type", *_REQUIRED, *_OPTIONAL}, where)
     values: dict[str, Any] = {}
     for name, kind in (*_REQUIRED.items(), *_OPTIONAL.items()):
@@ -93,7 +98,7 @@ def parse_event(document: dict[str, Any], where: str) -> IterationEvent:
             values[name] = _value(document[name], kind, f"{where}: field '{name}'")
         elif name in _REQUIRED:
             raise EventLogError(f"{where}: missing field '{name}'")
-    return IterationEvent(**values)  # the iteration number is checked against the previous line
+    return values  # the iteration number is checked against the previous line
 
 
 def _value(raw: Any, kind: str, where: str) -> Any:

@@ -23,6 +23,7 @@ from kvsched.checks.eventlog.version2 import (
     Cache,
     Compute,
     Decode,
+    Finish,
     Free,
     IterationLine,
     PageMode,
@@ -32,6 +33,7 @@ from kvsched.checks.eventlog.version2 import (
 )
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import assert_never
 from kvsched.spec.workload import Workload
 
 
@@ -82,54 +84,52 @@ class Lowering:
                 if phase == SCHEDULE and PHASE[kind] > SCHEDULE:
                     active, tables = self._scheduled()
                 phase = PHASE[kind]
-            if isinstance(op, Decode):
-                requests = decode_ids(op.requests)
-                if requests is None:
-                    raise ids_error(op.requests, f"ops[{index}][1]", where)
-                each = dict.fromkeys(requests, 1)
-                if len(each) == len(requests) and computed.keys().isdisjoint(each):
-                    computed.update(each)  # the usual decode list: in C, in the same order
-                else:
-                    for rid in requests:
-                        computed[rid] = computed.get(rid, 0) + 1
-                decoded.extend(requests)
-            elif isinstance(op, Arrive):
-                arrived.append(op.request)
-                if phase == SCHEDULE:
-                    schedule.append(Op("arrive", op.request))
-            elif isinstance(op, Compute):
-                computed[op.request] = computed.get(op.request, 0) + op.tokens
-            elif isinstance(op, Token):
-                decoded.append(op.request)
-            elif isinstance(op, Cache):
-                cached[op.request] = cached.get(op.request, 0) + op.tokens
-            elif isinstance(op, Alloc | Share):
-                pages = self._take(op.pages, where, index)
-                self.tables[op.request] = self.tables.get(op.request, ()) + pages
-                into = shared if isinstance(op, Share) else allocated
-                into[op.request] = into.get(op.request, ()) + pages
-                if isinstance(op, Share):
+            match op:
+                case Decode():
+                    requests = decode_ids(op.requests)
+                    if requests is None:
+                        raise ids_error(op.requests, f"ops[{index}][1]", where)
+                    each = dict.fromkeys(requests, 1)
+                    if len(each) == len(requests) and computed.keys().isdisjoint(each):
+                        computed.update(each)  # the usual decode list: in C, in the same order
+                    else:
+                        for rid in requests:
+                            computed[rid] = computed.get(rid, 0) + 1
+                    decoded.extend(requests)
+                case Arrive():
+                    arrived.append(op.request)
+                    if phase == SCHEDULE:
+                        schedule.append(Op("arrive", op.request))
+                case Compute():
+                    computed[op.request] = computed.get(op.request, 0) + op.tokens
+                case Token():
+                    decoded.append(op.request)
+                case Cache():
+                    cached[op.request] = cached.get(op.request, 0) + op.tokens
+                case Alloc() | Share():
+                    pages = self._take(op.pages, where, index)
+                    self.tables[op.request] = self.tables.get(op.request, ()) + pages
                     allocated[op.request] = allocated.get(op.request, ()) + pages
-                schedule.append(
-                    Op("share", op.request, pages)
-                    if isinstance(op, Share)
-                    else Op("alloc", op.request, pages)
-                )
-            elif isinstance(op, Free):
-                pages = self._give_back(op.request, op.pages, where, index)
-                if phase == SCHEDULE:
-                    schedule.append(Op("free", op.request, pages))
-                else:
-                    phase = UPDATE
-                    freed[op.request] = freed.get(op.request, ()) + pages
-            elif isinstance(op, Admit):
-                self.batch[op.request] = None
-                schedule.append(Op("admit", op.request))
-            elif isinstance(op, Preempt):
-                self.batch.pop(op.request, None)
-                schedule.append(Op("preempt", op.request))
-            else:
-                finished.append(op.request)
+                    if isinstance(op, Share):
+                        shared[op.request] = shared.get(op.request, ()) + pages
+                    schedule.append(Op(op.__struct_config__.tag, op.request, pages))  # type: ignore[arg-type]
+                case Free():
+                    pages = self._give_back(op.request, op.pages, where, index)
+                    if phase == SCHEDULE:
+                        schedule.append(Op("free", op.request, pages))
+                    else:
+                        phase = UPDATE
+                        freed[op.request] = freed.get(op.request, ()) + pages
+                case Admit():
+                    self.batch[op.request] = None
+                    schedule.append(Op("admit", op.request))
+                case Preempt():
+                    self.batch.pop(op.request, None)
+                    schedule.append(Op("preempt", op.request))
+                case Finish():
+                    finished.append(op.request)
+                case _:
+                    assert_never(op)
         if phase == SCHEDULE:
             active, tables = self._scheduled()
         if line.tables is not None:

@@ -25,8 +25,8 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.checks.monitor.pages import PageLedger
-from kvsched.checks.monitor.requests import WAITING
 from kvsched.checks.monitor.runtime import Monitor
+from kvsched.spec.vocabulary import WAITING, RequestStatus
 
 
 def in_scope(header: LogHeader, monitor: Monitor) -> bool:
@@ -63,7 +63,7 @@ requests finished and the pages each gave back."""
 
 def sort_ops(
     line: IterationLine,
-    state: Mapping[str, str],
+    state: Mapping[str, RequestStatus],
     active: Mapping[str, None],
     pages: PageLedger,
     static: bool,

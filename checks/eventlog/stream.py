@@ -15,7 +15,8 @@ from kvsched.checks.eventlog.ids import QueueReader, split_queue
 from kvsched.checks.eventlog.lines import EventLogError, check_engine_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
-from kvsched.checks.eventlog.version1 import decode_v1
+from kvsched.checks.eventlog.version1 import IterationLine as Version1Line
+from kvsched.checks.eventlog.version1 import Version1Lowering, decode_v1
 from kvsched.checks.eventlog.version2 import (
     DECODER,
     IterationLine,
@@ -67,6 +68,7 @@ class LogReader:
             else None
         )
         """A version-2 log's live tables and batch, which :meth:`events` builds on."""
+        self._version1 = Version1Lowering()
 
     @property
     def drained(self) -> bool:
@@ -91,7 +93,12 @@ class LogReader:
             decoded: IterationEvent | SchedulerFault
             if lowering is None:
                 where = f"{name}: line {number}"
-                decoded = decode_v1(line, where)
+                read_v1 = decode_v1(line, where)
+                if isinstance(read_v1, Version1Line):
+                    self._numbered(read_v1.iteration, where)
+                    decoded = self._version1.lower(read_v1, where)
+                else:
+                    decoded = read_v1
             else:
                 read, waiting = self._decode(line, name, number)
                 # A line taken in is not wrong: its place is worded only past this point.
@@ -117,17 +124,20 @@ class LogReader:
             if isinstance(decoded, SchedulerFault):
                 self.fault = decoded
                 continue
-            if decoded.iteration != self.iterations + 1:
-                raise EventLogError(
-                    f"{where}: field 'iteration' must be {self.iterations + 1} "
-                    f"(iterations are numbered 1, 2, 3, ...), got {decoded.iteration}"
-                )
+            self._numbered(decoded.iteration, where)
             if lowering is None:
                 self._all_or_nothing(decoded, where)
             check_engine_ids(decoded, self._known, where)
             self.iterations += 1
             self._finished(decoded.finished)
             yield decoded
+
+    def _numbered(self, iteration: int, where: str) -> None:
+        if iteration != self.iterations + 1:
+            raise EventLogError(
+                f"{where}: field 'iteration' must be {self.iterations + 1} "
+                f"(iterations are numbered 1, 2, 3, ...), got {iteration}"
+            )
 
     def _decode(self, line: bytes, name: str, number: int) -> tuple[Line, tuple[str, ...] | None]:
         """A version-2 line (line ``number`` of the log ``name``), and its queue's ids if it is

@@ -4,6 +4,11 @@ The structs here are the schema's lines as msgspec types: decoding a line valida
 yields the tuples and mappings an :class:`~kvsched.spec.events.IterationEvent` holds, with no
 copy. A line that fails is read again by :mod:`.lines`' field-by-field checks, which word the
 message; so the fast path and the precise one agree on what is malformed.
+
+:class:`Version1Lowering` then lowers each line to the ordered operations every event carries
+(:func:`~kvsched.spec.events.fixed_order`), from the tables the previous line ended with. A
+line's ``allocated`` and ``shared`` must be what its tables gained: a table that changes
+without the allocation that explains it is a finding or an invalid log, never silence.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import msgspec
 from kvsched.checks.eventlog.lines import EventLogError, parse_event, parse_fault
 from kvsched.checks.eventlog.source import decode_line, strict_json
 from kvsched.reference.engine import SchedulerFault
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, Op, fixed_order
 from kvsched.spec.strict_json import json_kind
 
 Id = Annotated[str, msgspec.Meta(min_length=1)]
@@ -54,30 +59,11 @@ class IterationLine(msgspec.Struct, tag="iteration", tag_field="type", forbid_un
     shared: Pages = {}
     preempted: Ids = ()
 
-    def event(self) -> IterationEvent:
-        return IterationEvent(
-            self.iteration,
-            self.arrived,
-            self.admitted,
-            self.active,
-            self.decoded,
-            self.finished,
-            self.page_tables,
-            self.allocated,
-            self.freed,
-            self.free_pages,
-            self.waiting,
-            self.computed,
-            self.cached,
-            self.shared,
-            self.preempted,
-        )
-
 
 _DECODER = msgspec.json.Decoder(IterationLine | FaultLine)
 
 
-def decode_v1(line: bytes, where: str) -> IterationEvent | SchedulerFault:
+def decode_v1(line: bytes, where: str) -> IterationLine | SchedulerFault:
     """A version-1 iteration or fault line; :class:`EventLogError` naming the field if malformed.
 
     The field-by-field reader has the last word: a line msgspec refuses but it accepts (a lone
@@ -87,17 +73,95 @@ def decode_v1(line: bytes, where: str) -> IterationEvent | SchedulerFault:
         decoded = decode_line(_DECODER, line, where)
     except EventLogError as fast:
         return _precise(line, where, fast)
-    return decoded.event() if isinstance(decoded, IterationLine) else decoded.fault()
+    return decoded if isinstance(decoded, IterationLine) else decoded.fault()
 
 
-def _precise(line: bytes, where: str, fast: EventLogError) -> IterationEvent | SchedulerFault:
+class Version1Lowering:
+    """The tables a version-1 log's lines change: each line's event in the ordered form."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, tuple[int, ...]] = {}
+        """Every table as the last line ended it: after its frees, without its finished."""
+
+    def lower(self, line: IterationLine, where: str) -> IterationEvent:
+        preempted, freed = line.preempted, line.freed
+        released = {rid: freed.get(rid, ()) for rid in preempted}
+        schedule, gained = fixed_order(
+            self.tables,
+            preempted,
+            released,
+            line.admitted,
+            line.page_tables,
+            line.shared,
+        )
+        _reconcile(line, schedule, gained, where)
+        # A request preempted here released its pages in the schedule; 'freed' keeps the rest.
+        after = {rid: pages for rid, pages in freed.items() if rid not in released}
+        event = IterationEvent(
+            line.iteration,
+            line.arrived,
+            line.admitted,
+            line.active,
+            line.decoded,
+            line.finished,
+            line.page_tables,
+            gained,
+            after if preempted else freed,
+            line.free_pages,
+            line.waiting,
+            schedule,
+            line.computed,
+            line.cached,
+            line.shared,
+            preempted,
+        )
+        tables = self.tables = dict(line.page_tables)
+        for rid, pages in event.freed.items():
+            if rid in tables:
+                gone = set(pages)
+                tables[rid] = tuple(p for p in tables[rid] if p not in gone)
+        for rid in line.finished:
+            tables.pop(rid, None)
+        return event
+
+
+def _reconcile(
+    line: IterationLine,
+    schedule: tuple[Op, ...],
+    gained: dict[str, tuple[int, ...]],
+    where: str,
+) -> None:
+    """A line's ``allocated`` and ``shared`` say what its tables gained. Where a table lost
+    pages without a free, the monitor reports that (its ``lose``); elsewhere a claim that
+    disagrees with the tables leaves no way to tell which is true: the log is invalid."""
+    if not line.allocated and not gained:
+        return
+    lost = {op.request for op in schedule if op.kind == "lose"}
+    for rid in sorted(set(line.allocated) | set(gained)):
+        claimed, grew = line.allocated.get(rid, ()), gained.get(rid, ())
+        if rid not in lost and (len(claimed) != len(grew) or set(claimed) != set(grew)):
+            raise EventLogError(
+                f"{where}: field 'allocated': request {rid!r} lists {list(claimed)}, but its "
+                f"page table gained {list(grew)} since the line before; 'allocated' names "
+                "exactly the pages that appeared in the table (spec/eventlog.md, section 3)"
+            )
+    for rid, pages in line.shared.items():
+        if not set(pages) <= set(gained.get(rid, ())) and rid not in lost:
+            raise EventLogError(
+                f"{where}: field 'shared': request {rid!r} lists {list(pages)}, which are not "
+                "all pages its table gained in this line; shared pages are a part of "
+                "'allocated'"
+            )
+
+
+def _precise(line: bytes, where: str, fast: EventLogError) -> IterationLine | SchedulerFault:
     """The line as the field-by-field reader reads it; its message if it refuses it too."""
     document = strict_json(line, where)
     if not isinstance(document, dict):
         raise EventLogError(f"{where}: must be a JSON object, got {json_kind(document)}")
     kind = document.get("type")
     if kind == "iteration":
-        return parse_event(document, where)
+        return IterationLine(**parse_event(document, where))
     if kind == "fault":
         return parse_fault(document, where)
     if "type" in document:

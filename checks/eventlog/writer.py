@@ -42,6 +42,7 @@ from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties, properties_to_json
 from kvsched.spec.request_fields import optional_json
+from kvsched.spec.vocabulary import assert_never
 from kvsched.spec.workload import Request, Workload, arrival_order, workload_to_json
 
 
@@ -148,7 +149,11 @@ def v2_lines(
             yield request_line(coming.popleft()).decode()
         ops = tuple(ops_of(event, prompts))
         waiting = queue_json(tuple(event.waiting))
-        line = IterationLine(event.iteration, ops, event.free_pages, waiting)
+        # Version 2 has no operation for pages that left a table unfreed: a snapshot of the
+        # tables shows them, and a reader refuses the line whose operations disagree with it.
+        lost = any(op.kind == "lose" for op in event.schedule)
+        tables = dict(event.page_tables) if lost else None
+        line = IterationLine(event.iteration, ops, event.free_pages, waiting, tables)
         yield ENCODER.encode(line).decode()
     yield from (request_line(request).decode() for request in coming)
     if run.fault is not None:
@@ -156,49 +161,35 @@ def v2_lines(
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
 
 
-def _scheduled(op: Op) -> Operation:
-    """One operation of a version-2 event's schedule, as a line writes it."""
-    if op.kind == "arrive":
-        return Arrive(op.request)
-    if op.kind == "preempt":
-        return Preempt(op.request)
-    if op.kind == "admit":
-        return Admit(op.request)
-    if op.kind == "free":
-        return Free(op.request, op.pages)
-    if op.kind == "share":
-        return Share(op.request, op.pages)
-    return Alloc(op.request, op.pages)
-
-
-def _fixed_schedule(event: IterationEvent) -> Iterator[Operation]:
-    """Version 1's order: preemptions with their frees, admissions, then the pages."""
-    released = event.preempt_freed if event.preempt_freed is not None else event.freed
-    for rid in event.preempted:
-        yield Preempt(rid)
-        yield Free(rid, tuple(released.get(rid, ())))
-    for rid in event.admitted:
-        yield Admit(rid)
-    for rid, pages in event.allocated.items():
-        shared = set(event.shared.get(rid, ()))
-        if shared:
-            yield Share(rid, tuple(p for p in pages if p in shared))
-        fresh = tuple(p for p in pages if p not in shared)
-        if fresh:
-            yield Alloc(rid, fresh)
+def _scheduled(op: Op) -> Operation | None:
+    """One operation of an event's schedule as a line writes it; ``None`` for a ``lose``, which
+    no engine does (the line's table snapshot shows it)."""
+    match op.kind:
+        case "arrive":
+            return Arrive(op.request)
+        case "preempt":
+            return Preempt(op.request)
+        case "admit":
+            return Admit(op.request)
+        case "free":
+            return Free(op.request, op.pages)
+        case "share":
+            return Share(op.request, op.pages)
+        case "alloc":
+            return Alloc(op.request, op.pages)
+        case "lose":
+            return None
+        case _:
+            assert_never(op.kind)
 
 
 def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operation]:
-    """A version-1 event as operations: its preemptions, admissions and pages, its step, then its
-    finishes and frees. Without ``computed`` (the lesson model) an admission computes the prompt
-    and every token one position."""
-    # With preempt_freed (or a version-2 schedule) a preemption's frees are apart from the
-    # finish's: one request may be preempted, admitted again and finish in one iteration.
-    apart = event.preempt_freed is not None or event.schedule is not None
-    if event.schedule is not None:  # read from a version-2 log: the engine's own order
-        yield from map(_scheduled, event.schedule)
-    else:
-        yield from _fixed_schedule(event)
+    """An event as operations: its schedule, its step, then its finishes and frees. Without
+    ``computed`` (the lesson model) an admission computes the prompt and every token one
+    position."""
+    for op in event.schedule:
+        if (written := _scheduled(op)) is not None:
+            yield written
     for rid, hit in event.cached.items():
         yield Cache(rid, hit)
     computed = event.computed
@@ -221,5 +212,5 @@ def ops_of(event: IterationEvent, prompts: Mapping[str, int]) -> Iterator[Operat
     for rid in event.finished:
         yield Finish(rid)
     for rid, pages in event.freed.items():
-        if (apart or rid not in event.preempted) and pages:
+        if pages:
             yield Free(rid, tuple(pages))

@@ -30,6 +30,15 @@ class BatchRules:
     def check_members(self, n: int, reported: Sequence[str]) -> Finding | None:
         """The event's batch must be the admitted requests not yet finished nor preempted."""
         listed = set(reported)
+        if len(listed) != len(reported):
+            twice = sorted({rid for rid in reported if reported.count(rid) > 1})
+            return Finding(
+                "REQ-2",
+                n,
+                f"{request_list(twice)} listed twice in the batch of iteration {n}: a request "
+                "holds one place in the batch",
+                requests=tuple(twice),
+            )
         extra = [rid for rid in reported if rid not in self.requests.active]
         missing = [rid for rid in self.requests.active if rid not in listed]
         if extra:

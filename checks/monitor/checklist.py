@@ -48,16 +48,15 @@ def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | No
     )
 
 
-# The schedule in the engine's order (spec/eventlog.md 8.2) ----------------------------------
+# 3.2 The schedule in the engine's order (spec/eventlog.md 8.2) ------------------------------
 @per_iteration(
     "preemption",
     *("REQ-1", "REQ-2", "BATCH-1", "BATCH-2", "BATCH-4", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5"),
 )
 def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    """A version-2 event's schedule, operation by operation: arrivals, preemptions and their
-    frees, admissions, pages. The fixed-order checks of the next steps then skip it."""
-    if event.schedule is None:
-        return None
+    """The event's schedule, operation by operation: arrivals, preemptions and their frees,
+    admissions, pages. A version-1 line or an in-process run comes in version 1's fixed order
+    (:func:`kvsched.spec.events.fixed_order`), so this one check judges every engine's."""
     batch = monitor.batch
 
     def limits(n: int) -> Finding | None:
@@ -77,53 +76,10 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
     return finding
 
 
-# Preemption (spec/eventlog.md 4.3) ----------------------------------------------------------
-@per_iteration("preemption", "REQ-2", "PAGE-3", "PAGE-4")
-def preempted_requests_leave_with_their_pages(
-    monitor: Monitor, event: IterationEvent
-) -> Finding | None:
-    n, pages = event.iteration, monitor.pages
-    if event.schedule is not None:  # version 2: the ordered schedule's own check
-        return None
-    # Version 2 keeps preemption's releases apart from the finish's; version 1 has one list.
-    released = event.preempt_freed if event.preempt_freed is not None else event.freed
-    for rid in event.preempted:
-        finding = (
-            monitor.requests.preempt(n, rid)
-            or pages.release(n, rid, released.get(rid, ()), "preempted")
-            or pages.drop(n, rid, "was preempted")
-        )
-        if finding:
-            return finding
-        monitor.order.waiting(rid)
-    return None
-
-
 # 3.2 Admission --------------------------------------------------------------------------------
-@per_iteration("admission", "REQ-1", "REQ-2", "BATCH-2")
-def admitted_after_arrival(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    if event.schedule is not None:
-        return None
-    return monitor.requests.admit(event.iteration, event.admitted)
-
-
 @per_iteration("admission", "BATCH-4")
 def admitted_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.order.check_admissions(event.iteration, event, monitor.arrivals)
-
-
-@per_iteration("admission", "BATCH-1")
-def slots_within_the_batch_limit(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    if event.schedule is not None:
-        return None
-    return monitor.batch.check_slots(event.iteration)
-
-
-@per_iteration("admission", "PAGE-5")
-def commitment_within_the_pool(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    if event.schedule is not None or not event.admitted:  # only an admission commits more
-        return None
-    return monitor.batch.check_commitment(event.iteration)
 
 
 # 3.4 Decode -----------------------------------------------------------------------------------
@@ -146,11 +102,16 @@ def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Findin
 
 
 # 3.3 Page growth ------------------------------------------------------------------------------
-@per_iteration("pages", "PAGE-2", "PAGE-3", "PAGE-4", "PAGE-5")
-def page_tables_of_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    if event.schedule is not None:  # its pages were taken in order, with its schedule
-        return None
-    return monitor.pages.update(event.iteration, event, monitor.requests.active)
+@per_iteration("pages", "PAGE-3")
+def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A request of the batch whose table the event leaves out holds nothing by its report:
+    its pages left it unfreed. Checked after the step, so that a request dropped from the
+    batch altogether is reported as lost (REQ-2) first."""
+    tables, pages = event.page_tables, monitor.pages
+    for rid in monitor.requests.active:
+        if rid not in tables and (held := pages.tables.get(rid)):
+            return pages.lose(event.iteration, rid, held)
+    return None
 
 
 @per_iteration("pages", "PAGE-6")
@@ -208,14 +169,12 @@ def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> 
 
 @per_iteration("completion", "PAGE-3")
 def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    # Version 2 keeps the update's frees apart from preemption's (preempt_freed or the schedule).
-    split = event.preempt_freed is not None or event.schedule is not None
+    # Preemption's frees were the schedule's: 'freed' holds the update's alone.
     for rid, freed in event.freed.items():
-        if split or rid not in event.preempted:  # else checked with the preemption
-            why = "finished" if rid in event.finished else "freed"
-            finding = monitor.pages.release(event.iteration, rid, freed, why)
-            if finding:
-                return finding
+        why = "finished" if rid in event.finished else "freed"
+        finding = monitor.pages.release(event.iteration, rid, freed, why)
+        if finding:
+            return finding
     return None
 
 

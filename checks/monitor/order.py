@@ -18,9 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.requests import WAITING, RequestLedger
+from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.text import plural
+from kvsched.spec.vocabulary import WAITING
 
 _WORDS = {
     "fcfs": "first come, first served, preempted requests at the head",

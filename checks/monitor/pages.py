@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable, Sequence
 
 from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.workload import Limits, pages_for
@@ -39,28 +38,6 @@ class PageLedger:
         """Pages a correct pool counts as free: usable pages not in any table (PAGE-3)."""
         return self.usable - len(self.holders)
 
-    def update(self, n: int, event: IterationEvent, batch: Collection[str]) -> Finding | None:
-        """Take in the iteration's tables: PAGE-4 for holders outside the batch, then changes."""
-        for rid, table in event.page_tables.items():
-            if table and rid not in batch:
-                return _found(
-                    "PAGE-4",
-                    n,
-                    f"request {rid!r} holds pages {page_list(table)} in "
-                    f"iteration {n} but is not in the batch",
-                    table,
-                    rid,
-                )
-        for rid in batch:
-            now = tuple(event.page_tables.get(rid, ()))
-            before = self.tables.get(rid, ())
-            moved = rid in event.allocated or rid in event.shared or len(now) != len(before)
-            if moved or (now and now[-1] != before[-1]):
-                finding = self._change(n, rid, before, now, event.shared.get(rid, ()))
-                if finding:
-                    return finding
-        return None
-
     def grow(
         self, n: int, rid: str, pages: tuple[int, ...], shared: bool, batch: Collection[str]
     ) -> Finding | None:
@@ -74,8 +51,7 @@ class PageLedger:
                 pages,
                 rid,
             )
-        before = self.tables.get(rid, ())
-        return self._change(n, rid, before, before + pages, pages if shared else ())
+        return self._add(n, rid, pages, pages if shared else ())
 
     def take_fresh(self, rid: str, pages: tuple[int, ...]) -> None:
         """``pages`` join the end of ``rid``'s table, already shown to pass :meth:`grow`'s
@@ -85,27 +61,9 @@ class PageLedger:
             holders[page] = {rid}
         self.tables[rid] = self.tables.get(rid, ()) + pages
 
-    def _change(
-        self, n: int, rid: str, before: tuple[int, ...], now: tuple[int, ...], shared: Iterable[int]
+    def _add(
+        self, n: int, rid: str, added: tuple[int, ...], shared: Iterable[int]
     ) -> Finding | None:
-        added: tuple[int, ...]
-        removed: tuple[int, ...] = ()
-        if now[: len(before)] == before:  # the usual case: the table only grew at its end
-            added = now[len(before) :]
-        else:
-            kept, had = set(now), set(before)
-            added = tuple(p for p in now if p not in had)
-            removed = tuple(p for p in before if p not in kept)
-        if removed:
-            page = removed[0]
-            return _found(
-                "PAGE-3",
-                n,
-                f"page {page} left the table of request {rid!r} in iteration "
-                f"{n} without being freed: it is now neither held nor free",
-                [page],
-                rid,
-            )
         by_reference = set(shared) if self.sharing else set()
         for page in added:
             if not 0 <= page < self.pool_pages:
@@ -149,8 +107,32 @@ class PageLedger:
                 )
             self.tally.shared_pages += bool(owners)  # a second holder, declared shared
             owners.add(rid)
-        self.tables[rid] = now
+        self.tables[rid] = self.tables.get(rid, ()) + added
         return None
+
+    def lose(self, n: int, rid: str, pages: tuple[int, ...]) -> Finding | None:
+        """``pages`` left ``rid``'s table with no free to explain it (PAGE-3). They are taken
+        out of the ledger, so a run checked on after the finding sees the table it reported."""
+        table, gone = self.tables.get(rid, ()), set(pages)
+        kept = tuple(p for p in table if p not in gone)
+        if kept:
+            self.tables[rid] = kept
+        else:
+            self.tables.pop(rid, None)
+        for page in gone:
+            owners = self.holders.get(page)
+            if owners is not None:
+                owners.discard(rid)
+                if not owners:
+                    del self.holders[page]
+        return _found(
+            "PAGE-3",
+            n,
+            f"page {pages[0]} left the table of request {rid!r} in iteration {n} without being "
+            "freed: it is now neither held nor free",
+            [pages[0]],
+            rid,
+        )
 
     def release(self, n: int, rid: str, pages: Sequence[int], why: str) -> Finding | None:
         """``rid`` gives back ``pages``; each must be in its table exactly once (PAGE-3)."""

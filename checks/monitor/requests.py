@@ -16,9 +16,8 @@ from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import ACTIVE, FINISHED, WAITING, RequestStatus
 from kvsched.spec.workload import Request, Workload, arrival_order
-
-WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 
 
 class RequestLedger:
@@ -34,7 +33,7 @@ class RequestLedger:
         self.outputs: dict[str, int] = {}
         self.arrivals: list[Request] = []
         self.next_arrival = 0
-        self.state: dict[str, str] = {}  # absent: not arrived yet
+        self.state: dict[str, RequestStatus] = {}  # absent: not arrived yet
         self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order
         self.active: dict[str, None] = {}  # the batch, in admission order
         self.generated: Counter[str] = Counter()  # output tokens produced so far

@@ -1,7 +1,9 @@
 """An iteration's scheduling, operation by operation, in the order the engine did it.
 
 A version-2 event log (spec/eventlog.md) lists what the engine did while it scheduled an
-iteration: arrivals, preemptions and the frees they cause, admissions, fresh and shared pages. The
+iteration: arrivals, preemptions and the frees they cause, admissions, fresh and shared pages.
+A version-1 line and an in-process run are lowered to the same operations in version 1's fixed
+order (:func:`kvsched.spec.events.fixed_order`), so this is every event's schedule. The
 order carries meaning a fixed order cannot: a request preempted and re-admitted in one iteration
 releases its old pages before it takes new ones; a page freed by a preemption may go to a request
 admitted after it, but not to one admitted before. Each operation is checked where it happens,
@@ -17,6 +19,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import Op
+from kvsched.spec.vocabulary import assert_never
 
 
 def check_schedule(
@@ -40,22 +43,27 @@ def check_schedule(
     for op in ops:
         rid, kind = op.request, op.kind
         finding: Finding | None = None
-        if kind == "arrive":
-            finding = requests.arrive_now(n, rid)
-        elif kind == "preempt":
-            finding = requests.preempt(n, rid)
-            preempted[rid] = None
-        elif kind == "free":
-            why = "preempted" if rid in preempted else "freed"
-            finding = pages.release(n, rid, op.pages, why)
-        elif kind == "admit":
-            if rid in preempted:
-                del preempted[rid]
-                finding = pages.drop(n, rid, "was preempted and admitted again")
-            finding = finding or requests.admit(n, (rid,), joined) or check_limits(n)
-            joined[rid] = None
-        else:  # alloc, share
-            finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
+        match kind:
+            case "arrive":
+                finding = requests.arrive_now(n, rid)
+            case "preempt":
+                finding = requests.preempt(n, rid)
+                preempted[rid] = None
+            case "free":
+                why = "preempted" if rid in preempted else "freed"
+                finding = pages.release(n, rid, op.pages, why)
+            case "admit":
+                if rid in preempted:
+                    del preempted[rid]
+                    finding = pages.drop(n, rid, "was preempted and admitted again")
+                finding = finding or requests.admit(n, (rid,), joined) or check_limits(n)
+                joined[rid] = None
+            case "alloc" | "share":
+                finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
+            case "lose":
+                finding = pages.lose(n, rid, op.pages)
+            case _:
+                assert_never(kind)
         if finding:
             if not keep_going:
                 return finding

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Container, Iterable, Mapping
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.requests import ACTIVE, RequestLedger
+from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.vocabulary import ACTIVE
 
 
 def computed_tokens(ledger: RequestLedger, event: IterationEvent) -> Mapping[str, int]:

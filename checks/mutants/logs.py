@@ -14,7 +14,7 @@ from pathlib import Path
 from kvsched.checks.eventlog.jsonl import write_log
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.reference.engine import Run
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, fixed_order
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
@@ -60,15 +60,16 @@ def partial_prefill_log(workdir: Path, buggy: bool = True) -> Path:
         chunk = min(CHUNK, request.prompt_tokens + generated - computed)
         computed += chunk
         grown = tuple(range(len(table), pages_for(computed, limits.page_size)))
-        table += grown
+        before, table = table, table + grown
         samples = buggy or computed == request.prompt_tokens + generated  # BUG when buggy
         generated += samples
         done = generated == request.output_tokens
+        admitted = ("a",) if n == 1 else ()
         events.append(
             IterationEvent(
                 iteration=n,
                 arrived=("a",) if n == 1 else (),
-                admitted=("a",) if n == 1 else (),
+                admitted=admitted,
                 active=("a",),
                 decoded=("a",) if samples else (),
                 finished=("a",) if done else (),
@@ -77,6 +78,7 @@ def partial_prefill_log(workdir: Path, buggy: bool = True) -> Path:
                 freed={"a": table} if done else {},
                 free_pages=limits.pool_pages - (0 if done else len(table)),
                 waiting=(),
+                schedule=fixed_order({"a": before}, (), {}, admitted, {"a": table}, {})[0],
                 computed={"a": chunk},
             )
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 
-from kvsched.spec.events import IterationEvent
+from kvsched.spec.events import IterationEvent, fixed_order
 
 
 class BlockPool:
@@ -101,26 +101,29 @@ def make_event(
 ) -> IterationEvent:
     """One iteration's event; ``allocated`` is what each table gained over ``before``."""
     page_tables = {rid: tuple(table) for rid, table in tables.items()}
-    allocated = {}
-    for rid, table in page_tables.items():
-        had = set(before.get(rid, ()))
-        new = tuple(p for p in table if p not in had)
-        if new:
-            allocated[rid] = new
+    stopped, joined, batch = tuple(preempted), tuple(admitted), tuple(active)
+    # As in version 1, 'freed' holds a preempted request's releases too: they go to the schedule.
+    released = {rid: tuple(freed.get(rid, ())) for rid in stopped}
+    shared_pages = {rid: tuple(p) for rid, p in (shared or {}).items() if p}
+    before_tables = {rid: tuple(table) for rid, table in before.items()}
+    schedule, allocated = fixed_order(
+        before_tables, stopped, released, joined, page_tables, shared_pages
+    )
     return IterationEvent(
         iteration=n,
         arrived=tuple(arrived),
-        admitted=tuple(admitted),
-        active=tuple(active),
+        admitted=joined,
+        active=batch,
         decoded=tuple(decoded),
         finished=tuple(finished),
         page_tables=page_tables,
         allocated=allocated,
-        freed={rid: tuple(pages) for rid, pages in freed.items()},
+        freed={rid: tuple(pages) for rid, pages in freed.items() if rid not in released},
         free_pages=free_pages,
         waiting=tuple(waiting),
+        schedule=schedule,
         computed=dict(computed) if computed is not None else None,
         cached={rid: k for rid, k in (cached or {}).items() if k},
-        shared={rid: tuple(p) for rid, p in (shared or {}).items() if p},
-        preempted=tuple(preempted),
+        shared=shared_pages,
+        preempted=stopped,
     )
