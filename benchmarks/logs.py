@@ -55,6 +55,13 @@ def engine_workload(iterations: int) -> Workload:
     return Workload("engine", Limits(ENGINE_BATCH, PAGE, pool), requests)
 
 
+def engine_requests(count: int) -> Workload:
+    """The first ``count`` requests of :func:`engine_workload`, its limits and shape."""
+    # No output is longer than 230 tokens, so this many iterations hold ``count`` requests.
+    workload = engine_workload(count * 230 // ENGINE_BATCH + 1)
+    return replace(workload, name=f"engine-{count}", requests=workload.requests[:count])
+
+
 def _requests(
     slots: int, iterations: int, gap: tuple[int, int], grouped: bool
 ) -> tuple[Request, ...]:

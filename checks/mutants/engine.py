@@ -14,7 +14,8 @@ from pathlib import Path
 from kvsched.checks.eventlog.jsonl import write_log
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
-from kvsched.reference.engine_scheduler.scheduler import Seq, Step
+from kvsched.reference.engine_scheduler.scheduler import Step
+from kvsched.reference.engine_scheduler.sequence import Seq
 from kvsched.reference.pool import PoolError
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload

@@ -2,7 +2,8 @@
 chunked prefill, recompute preemption and a prefix cache, each a configuration choice.
 
 :mod:`.blocks` is the reference-counted pool with its prefix cache, :mod:`.config` the design
-choices and what they declare, :mod:`.scheduler` the scheduler itself (protocol version 2).
+choices and what they declare, :mod:`.sequence` a request as the scheduler tracks it,
+:mod:`.scheduler` the scheduler itself (protocol version 2).
 """
 
 from .blocks import BlockManager

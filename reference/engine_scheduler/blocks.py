@@ -42,9 +42,10 @@ class BlockManager:
         """Free pages, cached ones included: they are evicted on demand."""
         return len(self._free)
 
-    def chain(self, keys: Sequence[PageKey]) -> list[int]:
-        """The hash of each page of a prefix: each one names every page before it too."""
-        hashes, parent = [], -1
+    def chain(self, keys: Sequence[PageKey], parent: int = -1) -> list[int]:
+        """The hash of each page of a prefix: each one names every page before it too. From
+        ``parent``, the hash of the page before ``keys[0]``, to continue a chain."""
+        hashes = []
         for key in keys:
             parent = self._chains.setdefault((parent, key), len(self._chains))
             hashes.append(parent)

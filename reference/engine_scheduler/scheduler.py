@@ -20,35 +20,9 @@ from kvsched.spec.workload import Limits, Request, pages_for, peak_pages
 
 from .blocks import BlockManager, PageKey
 from .config import VLLM_V1, EngineConfig
+from .sequence import Seq, Status
 
 UNBOUNDED = 1 << 62
-
-
-@dataclass
-class Seq:
-    """A request as the engine tracks it (nano-vllm's ``Sequence``)."""
-
-    request: Request
-    index: int
-    """Arrival position: ties in every order break by it."""
-    generated: int = 0
-    computed: int = 0
-    """Tokens whose KV the table holds (vLLM's ``num_computed_tokens``)."""
-    table: list[int] = field(default_factory=list)
-    registered: int = 0
-    """Leading full pages already in the prefix cache."""
-
-    @property
-    def id(self) -> str:
-        return self.request.id
-
-    @property
-    def tokens(self) -> int:
-        """Positions to compute before the next token is sampled. An empty prompt starts from
-        one position of its own (as a start token would), so its first token is computed from
-        something (DEC-3): the lesson's accounting, where the KV includes the token produced."""
-        prompt = self.request.prompt_tokens
-        return prompt + self.generated + (1 if prompt == 0 else 0)
 
 
 @dataclass
@@ -106,16 +80,18 @@ class EngineScheduler:
             if not step.computed:
                 self._run(step, self.running)
         decode = []
+        caching, page_size = cfg.prefix_caching, self.limits.page_size
         for rid, count in step.computed.items():
             seq = self.seqs[rid]
             seq.computed += count
-            self._register_full_pages(seq)
+            if caching and seq.computed >= (seq.registered + 1) * page_size:  # a page filled
+                self._register_full_pages(seq)
             if seq.computed == seq.tokens:  # the chunk reached the end: sample a token
                 decode.append(rid)
         return ScheduledBatch(
             admitted=tuple(step.admitted),
             decode=tuple(decode),
-            page_tables={s.id: tuple(s.table) for s in self.running},
+            page_tables={s.id: s.pages() for s in self.running},
             computed=dict(step.computed),
             cached=step.cached,
             shared=step.shared,
@@ -126,11 +102,12 @@ class EngineScheduler:
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         for rid, count in output.tokens.items():
-            self.seqs[rid].generated += count
+            self.seqs[rid].append(count)
         freed = {}
         for rid in output.stopped:
             seq = self.seqs[rid]
             self.running.remove(seq)
+            seq.status = Status.FINISHED
             self.blocks.release(seq.table)
             freed[rid] = tuple(seq.table)
             seq.table = []
@@ -141,21 +118,23 @@ class EngineScheduler:
     # running requests -------------------------------------------------------------------------
     def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
         """Schedule running requests in order; one short of pages preempts a victim (10.4)."""
+        whole, page_size = self.config.chunking == "none", self.limits.page_size
         for seq in list(seqs):
-            if seq not in self.running or step.budget <= 0:
+            if seq.status is not Status.RUNNING or step.budget <= 0:  # preempted meanwhile
                 continue
-            count = min(seq.tokens - seq.computed, step.budget)
-            if count <= 0 or (self.config.chunking == "none" and count < seq.tokens - seq.computed):
+            left = seq.tokens - seq.computed
+            count = min(left, step.budget)
+            if count <= 0 or (whole and count < left):
                 continue
-            needed = pages_for(seq.computed + count, self.limits.page_size) - len(seq.table)
-            while not self.blocks.can_allocate(needed):
-                victim = self._victim()
-                self._preempt(step, victim)
-                if victim is seq:
-                    return
-            taken = self.blocks.allocate(max(needed, 0))
-            seq.table += taken
-            step.fresh[seq.id] = step.fresh.get(seq.id, 0) + len(taken)
+            needed = pages_for(seq.computed + count, page_size) - len(seq.table)
+            if needed:  # most decodes stay inside their last page
+                while not self.blocks.can_allocate(needed):
+                    victim = self._victim()
+                    self._preempt(step, victim)
+                    if victim is seq:
+                        return
+                seq.table += self.blocks.allocate(needed)
+                step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
             step.computed[seq.id] = count
             step.budget -= count
 
@@ -168,6 +147,7 @@ class EngineScheduler:
     def _preempt(self, step: Step, seq: Seq) -> None:
         """Recompute preemption: every page released, KV forgotten, back to the queue (10.4)."""
         self.running.remove(seq)
+        seq.status = Status.WAITING
         step.budget += step.computed.pop(seq.id, 0)
         self.blocks.release(seq.table)
         # A victim scheduled earlier in this schedule() (the priority victim can be) took pages
@@ -201,6 +181,8 @@ class EngineScheduler:
         cfg, page_size = self.config, self.limits.page_size
         if cfg.static and self.running:
             return
+        if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
+            return  # before the queue is copied (sorted, in some orders) for nothing
         for seq in list(self._queue()):
             if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
                 return
@@ -230,6 +212,7 @@ class EngineScheduler:
                 step.shared[seq.id] = tuple(hits)
             self.waiting.remove(seq)
             self.running.append(seq)
+            seq.status = Status.RUNNING
             step.admitted.append(seq.id)
             step.computed[seq.id] = count
             step.budget -= count
@@ -240,22 +223,30 @@ class EngineScheduler:
         return chunking == "all" or (chunking == "first" and not step.computed)
 
     # prefix cache -----------------------------------------------------------------------------
-    def _keys(self, seq: Seq, pages: int) -> list[PageKey]:
-        """What each of the first ``pages`` full pages holds (section 1.1)."""
+    def _keys(self, seq: Seq, pages: int, start: int = 0) -> list[PageKey]:
+        """What full pages ``start .. pages - 1`` hold (section 1.1)."""
         request, size = seq.request, self.limits.page_size
         return [
             (request.prefix_group, i)
             if request.prefix_group and (i + 1) * size <= request.prefix_tokens
             else (request.id, i)
-            for i in range(pages)
+            for i in range(start, pages)
         ]
+
+    def _chain(self, seq: Seq, pages: int) -> list[int]:
+        """The chain hashes of the request's first ``pages`` full pages, each made once."""
+        hashes = seq.hashes
+        if len(hashes) < pages:
+            parent = hashes[-1] if hashes else -1
+            hashes += self.blocks.chain(self._keys(seq, pages, len(hashes)), parent)
+        return hashes[:pages]
 
     def _hits(self, seq: Seq) -> list[int]:
         """Cached pages of the request's prefix; at least one token is left to compute."""
         if not self.config.prefix_caching:
             return []
         full = (seq.tokens - 1) // self.limits.page_size  # vLLM caps a hit at tokens - 1
-        return self.blocks.lookup(self.blocks.chain(self._keys(seq, full)))
+        return self.blocks.lookup(self._chain(seq, full))
 
     def _register_full_pages(self, seq: Seq) -> None:
         if not self.config.prefix_caching:
@@ -263,7 +254,7 @@ class EngineScheduler:
         full = seq.computed // self.limits.page_size
         if full <= seq.registered:
             return
-        hashes = self.blocks.chain(self._keys(seq, full))
+        hashes = self._chain(seq, full)
         for i in range(seq.registered, full):
             self.blocks.register(seq.table[i], hashes[i])
         seq.registered = full
