@@ -84,14 +84,23 @@ class Z3Proofs:
     pages: ModuleType
     induction: ModuleType
     model: ModuleType
+    lemma_budget: float
+    induction_budget: float
 
     def setup(self) -> None:
         self.pages = _module("kvsched.checks.proofs.pages")
         self.induction = _module("kvsched.checks.proofs.induction")
         self.model = _module("kvsched.checks.proofs.model")
+        # Z3 budgets are resource units since checks/proofs/budgets.py; before it, seconds.
+        try:
+            budgets = importlib.import_module("kvsched.checks.proofs.budgets").DEFAULT
+            self.lemma_budget, self.induction_budget = budgets.lemma, budgets.induction
+        except ImportError:
+            self.lemma_budget = self.induction_budget = 60.0
 
     def time_page_lemmas(self) -> None:
-        _expect_proved([self.pages.prove_lemma(lemma, 60.0) for lemma in self.pages.LEMMAS])
+        lemmas = self.pages.LEMMAS
+        _expect_proved([self.pages.prove_lemma(lemma, self.lemma_budget) for lemma in lemmas])
 
     def time_induction(self) -> None:
         self._induction()
@@ -100,7 +109,8 @@ class Z3Proofs:
         self._induction()
 
     def _induction(self) -> None:
-        obligations = self.induction.prove_inductive(self.model.Rules("continuous"), 3, 60.0)
+        rules = self.model.Rules("continuous")
+        obligations = self.induction.prove_inductive(rules, 3, self.induction_budget)
         _expect_proved([obligation.answer for obligation in obligations])
 
 

@@ -134,11 +134,12 @@ class ExitCode(IntEnum):
 
     A finding (1) is a verdict on the target; an invalid input (2) is the user's to fix; an
     internal error (3) is always a bug of kvsched. ``prove`` alone also exits 4: nothing was
-    refuted but something was not proved (a timeout or Z3's unknown), which is neither a pass
-    nor a finding. Exit 5 says the verdict was not delivered whole (standard output or a file
-    could not be written: a closed pipe, a full disk, ``ulimit -f``), whatever it was, so a cut
-    output never reads as a pass. 130 and 143 are the shell's codes for a command stopped by
-    SIGINT (Ctrl-C) or SIGTERM: no verdict, and the target's process is ended with it.
+    refuted but something was not proved (its resource budget exhausted, or Z3's unknown),
+    which is neither a pass nor a finding. Exit 5 says the verdict was not delivered whole
+    (standard output or a file could not be written: a closed pipe, a full disk, ``ulimit -f``),
+    whatever it was, so a cut output never reads as a pass. 130 and 143 are the shell's codes
+    for a command stopped by SIGINT (Ctrl-C) or SIGTERM: no verdict, and the target's process
+    is ended with it.
     """
 
     OK = 0

@@ -15,12 +15,21 @@ import z3
 from kvsched.checks.proofs import catalogue as proofs
 from kvsched.checks.proofs import induction as z3_induction
 from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation, unroll
+from kvsched.checks.proofs.budgets import DEFAULT
 from kvsched.checks.proofs.catalogue import ProofPlan, ProofResult, outcome, run_proofs
 from kvsched.checks.proofs.compare import dominates, prove_never_later
 from kvsched.checks.proofs.induction import invariant, prove_inductive
 from kvsched.checks.proofs.invariant import STATE_FACTS
 from kvsched.checks.proofs.model import BROKEN, FINISHED, Rules, fresh_state, iteration, successor
-from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, new_solver, prove, prove_with
+from kvsched.checks.proofs.query import (
+    EXHAUSTED,
+    NOT_PROVED,
+    PROVED,
+    REFUTED,
+    new_solver,
+    prove,
+    prove_with,
+)
 from kvsched.checks.proofs.steps import STEP_FACTS
 from kvsched.checks.proofs.workload import abstract_pages, exact_pages, symbolic_workload
 from kvsched.cli import main
@@ -28,16 +37,16 @@ from kvsched.reference import POLICIES, run
 from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.workload import parse_workload, workload_to_json
 
-TIMEOUT = 60.0
+INDUCTION, BMC = DEFAULT.induction, DEFAULT.bmc
 
 
 def unproved(rules: Rules, size: int) -> set[str]:
-    return {o.fact for o in prove_inductive(rules, size, TIMEOUT) if o.answer.verdict != PROVED}
+    return {o.fact for o in prove_inductive(rules, size, INDUCTION) if o.answer.verdict != PROVED}
 
 
 @pytest.mark.parametrize("policy", ["static", "continuous"])
 def test_the_reference_invariant_is_inductive(policy: str) -> None:
-    obligations = prove_inductive(Rules(policy), 4, TIMEOUT)
+    obligations = prove_inductive(Rules(policy), 4, INDUCTION)
     assert {o.answer.verdict for o in obligations} == {PROVED}
     kinds = {o.kind for o in obligations}
     assert kinds == {"initiation", "consecution", "lemma", "step", "vacuity", "conclusion"}
@@ -66,7 +75,7 @@ def test_a_broken_scheduler_is_not_proved(broken: str, facts: set[str]) -> None:
     ],
 )
 def test_bounded_model_checking_finds_a_real_counterexample(broken: str, invariant_id: str) -> None:
-    answer, found = find_violation(BROKEN[broken], Bounds(3, 2, 3, 6), TIMEOUT)
+    answer, found = find_violation(BROKEN[broken], Bounds(3, 2, 3, 6), BMC)
     assert answer.verdict == REFUTED and found is not None
     assert found.confirmed and found.invariant == invariant_id
     parse_workload(workload_to_json(found.workload))  # a valid workload file
@@ -77,13 +86,13 @@ def test_bounded_model_checking_finds_a_real_counterexample(broken: str, invaria
 
 @pytest.mark.parametrize("policy", ["static", "continuous"])
 def test_the_reference_is_not_refuted_by_bounded_model_checking(policy: str) -> None:
-    answer, found = find_violation(Rules(policy), Bounds(2, 2, 2, 4), TIMEOUT)
+    answer, found = find_violation(Rules(policy), Bounds(2, 2, 2, 4), BMC)
     assert (answer.verdict, found) == (PROVED, None)
 
 
 @pytest.mark.parametrize("policy", ["static", "continuous"])
 def test_live_1_holds_up_to_the_bound_for_small_workloads(policy: str) -> None:
-    assert check_drains(Rules(policy), Bounds(2, 2, 2, 4), TIMEOUT).verdict == PROVED
+    assert check_drains(Rules(policy), Bounds(2, 2, 2, 4), BMC).verdict == PROVED
 
 
 def test_the_iteration_bound_is_tight() -> None:
@@ -99,7 +108,7 @@ def test_the_iteration_bound_is_tight() -> None:
             for k in range(bounds.steps + 1)
         ]
     )
-    assert prove([*u.constraints, *bounds.constrain(w)], early, TIMEOUT).verdict == REFUTED
+    assert prove([*u.constraints, *bounds.constrain(w)], early, BMC).verdict == REFUTED
 
 
 @pytest.mark.parametrize(
@@ -126,7 +135,7 @@ def test_spec_proofs_md_writes_down_every_fact_of_the_proof() -> None:
 
 
 def test_continuous_batching_never_admits_later_than_static() -> None:
-    obligations = prove_never_later(4, TIMEOUT)
+    obligations = prove_never_later(4, INDUCTION)
     assert {o.answer.verdict for o in obligations} == {PROVED}
 
 
@@ -135,7 +144,7 @@ def test_the_converse_is_not_inductive() -> None:
     w = symbolic_workload(3, abstract_pages())
     s, c = fresh_state(3, "s"), fresh_state(3, "c")
     its, itc = iteration(s, w, Rules("static")), iteration(c, w, Rules("continuous"))
-    solver = new_solver(TIMEOUT)
+    solver = new_solver(INDUCTION)
     solver.add(*w.valid(), *invariant(s, w, "static"), *invariant(c, w, "continuous"))
     solver.add(*its.page_facts, *itc.page_facts, dominates(c, s))
     after = dominates(
@@ -156,7 +165,7 @@ def test_outcome_keeps_not_proved_apart_from_refuted() -> None:
 
 
 def test_run_proofs_reports_every_catalogue_invariant_it_claims() -> None:
-    results = run_proofs(ProofPlan(requests=3, timeout_s=TIMEOUT, bounds=Bounds(2, 2, 2, 4)))
+    results = run_proofs(ProofPlan(requests=3, bounds=Bounds(2, 2, 2, 4)))
     assert outcome(results) == PROVED
     claimed = {(i, r.policy) for r in results if r.method == "induction" for i in r.invariants}
     for invariant_id in (
@@ -177,7 +186,7 @@ def test_run_proofs_reports_every_catalogue_invariant_it_claims() -> None:
 
 
 def test_every_catalogue_invariant_is_proved_or_said_not_covered() -> None:
-    results = run_proofs(ProofPlan(requests=2, timeout_s=TIMEOUT, bounds=Bounds(2, 2, 2, 4)))
+    results = run_proofs(ProofPlan(requests=2, bounds=Bounds(2, 2, 2, 4)))
     claimed = {i for r in results for i in r.invariants}
     for invariant_id in (i.id for i in CATALOGUE):
         assert (invariant_id in claimed) != (invariant_id in proofs.NOT_COVERED), invariant_id
@@ -190,14 +199,14 @@ def test_an_unproved_fact_blocks_every_invariant_of_that_proof(
     # invariant of that policy may then be reported proved.
     original = proofs.prove_inductive
 
-    def one_timeout(rules: Rules, size: int, timeout_s: float) -> list[object]:
-        obligations = original(rules, size, timeout_s)
+    def one_exhausted(rules: Rules, size: int, rlimit: int) -> list[object]:
+        obligations = original(rules, size, rlimit)
         first = obligations[0]
-        timed_out = type(first.answer)(NOT_PROVED, 0.0, "timeout")
-        return [type(first)(first.fact, first.ids, first.kind, timed_out), *obligations[1:]]
+        exhausted = type(first.answer)(NOT_PROVED, 0.0, EXHAUSTED)
+        return [type(first)(first.fact, first.ids, first.kind, exhausted), *obligations[1:]]
 
-    monkeypatch.setattr(proofs, "prove_inductive", one_timeout)
-    results = run_proofs(ProofPlan(requests=2, timeout_s=TIMEOUT, policies=("static",)))
+    monkeypatch.setattr(proofs, "prove_inductive", one_exhausted)
+    results = run_proofs(ProofPlan(requests=2, policies=("static",)))
     induction = [r for r in results if r.method == "induction"]
     assert induction and all(r.verdict == NOT_PROVED for r in induction)
     assert outcome(results) == NOT_PROVED
@@ -235,7 +244,7 @@ def test_prove_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["static", "continuous"])
 def test_twelve_requests_are_proved(policy: str) -> None:
-    obligations = prove_inductive(Rules(policy), 12, TIMEOUT)
+    obligations = prove_inductive(Rules(policy), 12, INDUCTION)
     assert {o.answer.verdict for o in obligations} == {PROVED}
 
 

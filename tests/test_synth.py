@@ -42,7 +42,7 @@ def test_the_teaching_trace_never_needs_reuse_at_once() -> None:
 def test_reuse_is_found_and_verified(method: str) -> None:
     space = SearchSpace(requests=3, pool_pages=6, max_prompt=40, max_output=6, max_arrival=4)
     if method == "z3":
-        answer = synth.answer_reuse_by_z3(space, timeout_s=60)
+        answer = synth.answer_reuse_by_z3(space)
     else:
         answer = synth.answer_reuse_by_hypothesis(space, examples=500)
     assert answer.workload is not None
@@ -53,7 +53,7 @@ def test_reuse_is_found_and_verified(method: str) -> None:
 def test_reuse_cannot_happen_when_the_pool_never_binds() -> None:
     # Two requests of at most 2 + 2 tokens in pages of 16 commit at most 2 pages of 8.
     space = SearchSpace(requests=2, pool_pages=8, max_prompt=2, max_output=2, max_arrival=2)
-    answer = synth.answer_reuse_by_z3(space, timeout_s=60)
+    answer = synth.answer_reuse_by_z3(space)
     assert answer.workload is None and answer.verdict.startswith("none exists")
 
 
@@ -76,7 +76,7 @@ def test_continuous_batching_loses_on_peak_pages_but_not_on_waits() -> None:
 
 
 def test_no_p95_inversion_is_proved() -> None:
-    answer = synth.answer_p95_inversion(3, timeout_s=60)
+    answer = synth.answer_p95_inversion(3)
     assert answer.workload is None and answer.verdict.startswith("none exists")
 
 
@@ -127,5 +127,5 @@ def test_synth_rejects_bad_arguments(
 
 @pytest.mark.slow
 def test_no_p95_inversion_for_twelve_requests() -> None:
-    answer = synth.answer_p95_inversion(12, timeout_s=120)
+    answer = synth.answer_p95_inversion(12)
     assert answer.verdict.startswith("none exists")

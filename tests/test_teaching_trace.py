@@ -81,7 +81,7 @@ def test_storyboard() -> None:
 @pytest.mark.parametrize("question", teaching_trace.QUESTIONS, ids=lambda q: q.text)
 def test_no_workload_meets_everything_under_linear(question: teaching_trace.Question) -> None:
     assert question.method == "linear"
-    assert teaching_trace.ask(question, timeout_s=300).verdict == "unsat"
+    assert teaching_trace.ask(question).verdict == "unsat"
 
 
 def test_the_shipped_trace_meets_everything_under_lower_and_not_under_linear() -> None:
@@ -98,7 +98,7 @@ def test_the_shipped_trace_meets_everything_under_lower_and_not_under_linear() -
 @pytest.mark.slow
 def test_which_conventions_reach_the_figures() -> None:
     """spec/traces/README.md's table: which of numpy's methods can meet the lesson, proved."""
-    verdicts = {methods[0]: answer.verdict for methods, answer in teaching_trace.conventions(300)}
+    verdicts = {methods[0]: answer.verdict for methods, answer in teaching_trace.conventions()}
     assert verdicts == {
         "linear": "unsat",
         "lower": "sat",
@@ -117,7 +117,7 @@ def test_p95_weights_are_numpys() -> None:
 
 
 def test_the_search_finds_the_shipped_trace_again() -> None:
-    found = teaching_trace.closest(timeout_s=300)
+    found = teaching_trace.closest()
     assert found is not None
     assert found == TRACE
 

@@ -89,7 +89,7 @@ def test_hypothesis_storage_directory_wins(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_synth_says_when_it_saved_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["synth", "iteration-gap", "--requests", "3", "--timeout", "60"])
+    code = cli.main(["synth", "iteration-gap", "--requests", "3"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "add --out FILE to write the workload file" in out

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvsched.checks.monitor import monitor_run
+from kvsched.checks.proofs.budgets import DEFAULT
 from kvsched.checks.proofs.engine import induction, liveness, step
 from kvsched.checks.proofs.engine.claims import no_thrash
 from kvsched.checks.proofs.engine.induction import prove_safety
@@ -34,6 +35,10 @@ from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineScheduler
 from kvsched.spec.scope import OutOfScope
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
+
+SEARCH, INDUCTION = DEFAULT.engine_search, DEFAULT.engine_induction
+# A proof expected to fail must fail on its logic, never on its budget.
+WRONG = "counterexample to induction"
 
 
 def live3(s: Any, before: Any, it: Any, after: Any) -> list[Any]:
@@ -93,7 +98,7 @@ def test_prefill_first_admitting_after_a_preemption_thrashes_and_the_reference_c
     None
 ):
     bounds = EngineBounds(page_sizes=(1,), horizon=4, watermark=0, admit_after_preemption=True)
-    answer = search("prefill-first", bounds, live3, 60)
+    answer = search("prefill-first", bounds, live3, SEARCH)
     assert answer.verdict == REFUTED and answer.found is not None
     found = answer.found
     assert found.config.admit_after_preemption
@@ -137,14 +142,15 @@ def test_a_watermark_does_not_stop_the_prefill_first_thrash() -> None:
 @pytest.mark.parametrize(("batching", "admits"), [("mixed", None), ("prefill-first", False)])
 def test_no_thrash_within_small_bounds(batching: Any, admits: bool | None) -> None:
     bounds = EngineBounds(page_sizes=(1,), horizon=4, admit_after_preemption=admits)
-    assert search(batching, bounds, live3, 60).verdict == PROVED
+    assert search(batching, bounds, live3, SEARCH).verdict == PROVED
 
 
 def test_no_thrash_by_induction_unless_prefill_first_admits_after_a_preemption() -> None:
-    assert prove_no_thrash("mixed", 2, 1, 60, None).verdict == PROVED
-    assert prove_no_thrash("prefill-first", 2, 1, 60, False).verdict == PROVED
+    assert prove_no_thrash("mixed", 2, 1, INDUCTION, None).verdict == PROVED
+    assert prove_no_thrash("prefill-first", 2, 1, INDUCTION, False).verdict == PROVED
     # The same facts are not inductive for the design that thrashes.
-    assert prove_no_thrash("prefill-first", 2, 1, 60, True).verdict == NOT_PROVED
+    thrashes = prove_no_thrash("prefill-first", 2, 1, INDUCTION, True)
+    assert (thrashes.verdict, thrashes.reason) == (NOT_PROVED, WRONG)
 
 
 @pytest.mark.parametrize("fact", ["recomputing-is-last", "stamps-below-progress"])
@@ -159,7 +165,8 @@ def test_the_no_thrash_induction_fails_without_its_strengthening(
         return named
 
     monkeypatch.setattr(liveness, "named_progress_facts", weaker)
-    assert prove_no_thrash("prefill-first", 2, 1, 60, False).verdict == NOT_PROVED
+    answer = prove_no_thrash("prefill-first", 2, 1, INDUCTION, False)
+    assert (answer.verdict, answer.reason) == (NOT_PROVED, WRONG)
 
 
 def test_the_model_admitting_after_every_preemption_is_caught(monkeypatch: Any) -> None:
@@ -176,7 +183,7 @@ def test_the_model_admitting_after_every_preemption_is_caught(monkeypatch: Any) 
 
 @pytest.mark.parametrize(("batching", "page_size"), [("mixed", 2), ("prefill-first", 1)])
 def test_the_safety_layer_is_inductive(batching: Any, page_size: int) -> None:
-    assert prove_safety(batching, 2, page_size, 60).verdict == PROVED
+    assert prove_safety(batching, 2, page_size, INDUCTION).verdict == PROVED
 
 
 def test_the_induction_fails_without_its_strengthening(monkeypatch: Any) -> None:
@@ -187,7 +194,8 @@ def test_the_induction_fails_without_its_strengthening(monkeypatch: Any) -> None
         return [f for group in named.values() for f in group]
 
     monkeypatch.setattr(induction, "state_facts", weaker)
-    assert prove_safety("mixed", 2, 1, 60).verdict == NOT_PROVED
+    answer = prove_safety("mixed", 2, 1, INDUCTION)
+    assert (answer.verdict, answer.reason) == (NOT_PROVED, WRONG)
 
 
 def test_the_induction_fails_when_a_preemption_keeps_its_pages(monkeypatch: Any) -> None:
@@ -199,8 +207,9 @@ def test_the_induction_fails_when_a_preemption_keeps_its_pages(monkeypatch: Any)
         self.free = free
 
     monkeypatch.setattr(step._Work, "preempt", keeps)
-    answer = prove_safety("mixed", 2, 1, 60)
-    assert answer.verdict == NOT_PROVED and "pool-conservation" in answer.failed
+    answer = prove_safety("mixed", 2, 1, INDUCTION)
+    assert (answer.verdict, answer.reason) == (NOT_PROVED, WRONG)
+    assert "pool-conservation" in answer.failed
 
 
 @pytest.mark.slow

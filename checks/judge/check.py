@@ -117,7 +117,7 @@ def check_target(
             modelled = modelled_policy(target.factory)
         if verdict.ok and options.proof_requests and modelled and modelled == policy:
             size = options.proof_requests
-            proved = proved_invariants(policy, size, timeout_s=options.timeout)
+            proved = proved_invariants(policy, size)  # Z3's own resource budget
             evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
             verdict = verdict_report.with_evidence(verdict, evidence, properties)
         return Report(target.spec, (verdict,), seconds=time.monotonic() - started)

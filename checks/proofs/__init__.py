@@ -1,7 +1,8 @@
 """Z3 proofs and synthesis.
 
 - :mod:`.model`, :mod:`.workload`, :mod:`.invariant`, :mod:`.pages`, :mod:`.query`: the symbolic
-  model of the reference policies and the questions asked of it;
+  model of the reference policies and the questions asked of it; :mod:`.budgets`: every Z3
+  budget, in resource units (never seconds, so a verdict does not depend on the load);
 - :mod:`.induction`, :mod:`.bmc`, :mod:`.compare`, :mod:`.replay`: the proofs;
 - :mod:`.catalogue`: the claims ``kvsched prove`` checks; :mod:`.evidence`: which invariants a
   verdict may cite as proved;

@@ -15,7 +15,6 @@ Page sizes stay symbolic here too: the exact ceiling with the page size a Z3 con
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +29,16 @@ from kvsched.checks.proofs.model import (
     initial,
     transition,
 )
-from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, Answer, exhibit, prove
+from kvsched.checks.proofs.query import (
+    EXHAUSTED,
+    NOT_PROVED,
+    PROVED,
+    REFUTED,
+    Answer,
+    exhibit,
+    limit,
+    prove,
+)
 from kvsched.checks.proofs.replay import first_violation
 from kvsched.checks.proofs.steps import FACT_IDS, catalogue_checks
 from kvsched.checks.proofs.workload import (
@@ -85,7 +93,7 @@ class Bounds:
         return facts
 
 
-def check_drains(rules: Rules, bounds: Bounds, timeout_s: float) -> Answer:
+def check_drains(rules: Rules, bounds: Bounds, rlimit: int) -> Answer:
     """LIVE-1 by bounded model checking: every workload within ``bounds``, any page size, has
     drained by its iteration bound. A refutation carries the model of a starving workload."""
     w = symbolic_workload(bounds.requests, exact_pages(z3.Int("page_size")))
@@ -97,7 +105,7 @@ def check_drains(rules: Rules, bounds: Bounds, timeout_s: float) -> Answer:
             for k in range(bounds.steps + 1)
         ]
     )
-    return prove([*u.constraints, *bounds.constrain(w)], drained, timeout_s)
+    return prove([*u.constraints, *bounds.constrain(w)], drained, rlimit)
 
 
 @dataclass(frozen=True)
@@ -114,42 +122,43 @@ class Counterexample:
 
 
 def find_violation(
-    rules: Rules, bounds: Bounds, timeout_s: float, max_page_size: int = 4
+    rules: Rules, bounds: Bounds, rlimit: int, max_page_size: int = 4
 ) -> tuple[Answer, Counterexample | None]:
     """Search workloads within ``bounds`` for a catalogue invariant that ``rules`` break.
 
     Iterative deepening: iteration k is searched once no workload breaks anything before it, so
-    the shallowest counterexample comes first and each query stays small. ``timeout_s`` is the
-    budget for the whole search.
+    the shallowest counterexample comes first and each query stays small. ``rlimit`` is the
+    budget for the whole search, in Z3 resource units: each depth gets what the ones before left.
     """
-    deadline = time.perf_counter() + timeout_s
     page_size = z3.Int("page_size")
     w = symbolic_workload(bounds.requests, exact_pages(page_size))
     solver = z3.Solver()
     state = fresh_state(w.size, "k0")
     solver.add(*w.valid(), *initial(state, w), *bounds.constrain(w), page_size <= max_page_size)
-    spent = 0.0
+    spent, used = 0.0, 0
     for k in range(1, bounds.steps + 1):
         after = fresh_state(w.size, f"k{k}")
         it, binding = transition(state, after, w, rules)
         solver.add(*binding)
         checks = catalogue_checks(rules.policy, w, state, it, after)
-        solver.set("timeout", max(1, int((deadline - time.perf_counter()) * 1000)))
+        if used >= rlimit:
+            return Answer(NOT_PROVED, spent, EXHAUSTED, units=used), None
+        limit(solver, rlimit - used)
         answer = exhibit(solver, z3.Or(*[z3.Not(claim) for *_, claim in checks]))
-        spent += answer.seconds
+        spent, used = spent + answer.seconds, used + answer.units
         if answer.verdict == NOT_PROVED:
-            return Answer(NOT_PROVED, spent, answer.reason), None
+            return Answer(NOT_PROVED, spent, answer.reason, units=used), None
         if answer.verdict == PROVED:  # a model: a workload breaking something in iteration k
             workload = workload_from_model(answer.model, w, f"counterexample-{rules.policy}")
             replayed = first_violation(workload, rules)
             if replayed is None:
-                return Answer(REFUTED, spent, model=answer.model), Counterexample(
+                return Answer(REFUTED, spent, model=answer.model, units=used), Counterexample(
                     "", "", k, workload, confirmed=False
                 )
             iteration_, fact = replayed
             ids = FACT_IDS[fact]
-            return Answer(REFUTED, spent, model=answer.model), Counterexample(
+            return Answer(REFUTED, spent, model=answer.model, units=used), Counterexample(
                 ids[0], fact, iteration_, workload, confirmed=True
             )
         state = after
-    return Answer(PROVED, spent), None
+    return Answer(PROVED, spent, units=used), None

@@ -1,4 +1,4 @@
-"""The proof set: every Z3 obligation kvsched claims, run with timeouts, as plain results.
+"""The proof set: every Z3 obligation kvsched claims, run under resource budgets, as results.
 
 :func:`run_proofs` runs, in order: the page-accounting lemmas (all integers), the inductive
 safety proofs of the static and continuous transition systems (``requests`` requests, all
@@ -8,8 +8,8 @@ what each obligation says; ``kvsched prove`` prints the results.
 
 Verdicts (:mod:`.query`): *proved* only on ``unsat``; *refuted* only with a counterexample
 workload reached from the initial state and confirmed by replaying it; anything else, including
-a timeout and an induction step that fails (its counterexample may be unreachable), is *not
-proved*.
+an exhausted resource budget and an induction step that fails (its counterexample may be
+unreachable), is *not proved*.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation
+from kvsched.checks.proofs.budgets import DEFAULT, Budgets
 from kvsched.checks.proofs.compare import DOMINANCE, prove_never_later
 from kvsched.checks.proofs.induction import LEMMAS as STEP_LEMMAS
 from kvsched.checks.proofs.induction import Obligation, prove_inductive
@@ -45,13 +46,15 @@ class ProofResult:
     """For which sizes the claim was decided, in a few words; :data:`METHODS` says the rest."""
     verdict: str
     seconds: float
-    """Z3 time over the claim's queries."""
+    """Wall time over the claim's queries: reported, never a budget (it varies with the load)."""
     expected: str = PROVED
     """REFUTED for a deliberately broken scheduler: the check must find its bug."""
     detail: str = ""
     statement: str = ""
     """The claim in words."""
     counterexample: Workload | None = None
+    units: int = 0
+    """Z3 resource units over the claim's queries, the currency of its budget (:mod:`.budgets`)."""
 
     @property
     def as_expected(self) -> bool:
@@ -83,8 +86,8 @@ NOT_COVERED = {
 class ProofPlan:
     requests: int = 12
     """Requests in the inductive proofs (the arrivals, lengths and limits are symbolic)."""
-    timeout_s: float = 60.0
-    """Per Z3 query."""
+    budgets: Budgets = DEFAULT
+    """Z3 resource units per query (per search for bounded model checking)."""
     policies: tuple[str, ...] = POLICY_NAMES
     bounds: Bounds = field(default_factory=Bounds)
     """Workload sizes for bounded model checking."""
@@ -93,25 +96,26 @@ class ProofPlan:
 
 
 def run_proofs(plan: ProofPlan) -> tuple[ProofResult, ...]:
-    results = list(page_lemmas(plan.timeout_s))
+    budgets = plan.budgets
+    results = list(page_lemmas(budgets.lemma))
     premises: list[Obligation] = []
     for policy in plan.policies:
-        obligations = prove_inductive(Rules(policy), plan.requests, plan.timeout_s)
+        obligations = prove_inductive(Rules(policy), plan.requests, budgets.induction)
         premises += obligations
         results += induction(policy, plan.requests, obligations)
     if set(plan.policies) == set(POLICY_NAMES):
-        results.append(never_later(plan.requests, plan.timeout_s, premises))
+        results.append(never_later(plan.requests, budgets.induction, premises))
     for policy in plan.policies:
-        results.append(bounded_liveness(policy, plan.bounds, plan.timeout_s))
+        results.append(bounded_liveness(policy, plan.bounds, budgets.bmc))
     if plan.broken:
-        results += [broken(name, plan.bounds, plan.timeout_s) for name in BROKEN]
+        results += [broken(name, plan.bounds, budgets.bmc) for name in BROKEN]
     return tuple(results)
 
 
-def page_lemmas(timeout_s: float) -> list[ProofResult]:
+def page_lemmas(rlimit: int) -> list[ProofResult]:
     results = []
     for lemma in LEMMAS:
-        answer = prove_lemma(lemma, timeout_s)
+        answer = prove_lemma(lemma, rlimit)
         results.append(
             ProofResult(
                 claim=f"page lemma {lemma.name}",
@@ -123,6 +127,7 @@ def page_lemmas(timeout_s: float) -> list[ProofResult]:
                 seconds=answer.seconds,
                 detail=_why(answer),
                 statement=lemma.statement,
+                units=answer.units,
             )
         )
     return results
@@ -158,6 +163,7 @@ def induction(policy: str, requests: int, obligations: list[Obligation]) -> list
                 scope=scope,
                 verdict=NOT_PROVED if blocking else PROVED,
                 seconds=sum(o.answer.seconds for o in own),
+                units=sum(o.answer.units for o in own),
                 detail=_blocked(blocking) if own_failed else _rests_on(failed),
                 statement="; ".join(
                     dict.fromkeys(f"{o.fact}: {statements.get(o.fact, '')}" for o in own)
@@ -167,10 +173,11 @@ def induction(policy: str, requests: int, obligations: list[Obligation]) -> list
     return results
 
 
-def never_later(requests: int, timeout_s: float, premises: list[Obligation]) -> ProofResult:
+def never_later(requests: int, rlimit: int, premises: list[Obligation]) -> ProofResult:
     """Continuous batching admits every request no later than static batching (z3_compare)."""
-    obligations = prove_never_later(requests, timeout_s, premises)
+    obligations = prove_never_later(requests, rlimit, premises)
     failed = [o for o in obligations if o.answer.verdict != PROVED]
+    own = [o.answer for o in obligations if o.fact == "dominance"]
     return ProofResult(
         claim="continuous never admits later than static",
         invariants=(),
@@ -178,16 +185,17 @@ def never_later(requests: int, timeout_s: float, premises: list[Obligation]) -> 
         method="induction",
         scope=f"{requests} requests",
         verdict=NOT_PROVED if failed else PROVED,
-        seconds=sum(o.answer.seconds for o in obligations if o.fact == "dominance"),
+        seconds=sum(a.seconds for a in own),
+        units=sum(a.units for a in own),
         detail=_blocked(failed),
         statement=DOMINANCE + "; so no request waits longer or finishes later under continuous "
         "batching: its P50/P95/max wait and iterations are never higher",
     )
 
 
-def bounded_liveness(policy: str, bounds: Bounds, timeout_s: float) -> ProofResult:
+def bounded_liveness(policy: str, bounds: Bounds, rlimit: int) -> ProofResult:
     started = time.perf_counter()
-    answer = check_drains(Rules(policy), bounds, timeout_s)
+    answer = check_drains(Rules(policy), bounds, rlimit)
     verdict = answer.verdict
     return ProofResult(
         claim="drains by the iteration bound",
@@ -197,16 +205,17 @@ def bounded_liveness(policy: str, bounds: Bounds, timeout_s: float) -> ProofResu
         scope=_bounds(bounds),
         verdict=verdict,
         seconds=time.perf_counter() - started,
+        units=answer.units,
         detail=_why(answer) if verdict != REFUTED else "a workload starves within the bounds",
         statement=f"every workload of {_bounds_words(bounds)} has drained by its iteration bound",
     )
 
 
-def broken(name: str, bounds: Bounds, timeout_s: float) -> ProofResult:
+def broken(name: str, bounds: Bounds, rlimit: int) -> ProofResult:
     """Bounded model checking must catch a deliberately broken scheduler with a real workload."""
     rules = BROKEN[name]
     started = time.perf_counter()
-    answer, found = find_violation(rules, bounds, timeout_s)
+    answer, found = find_violation(rules, bounds, rlimit)
     seconds = time.perf_counter() - started
     method = "BMC"
     if found is None:
@@ -228,6 +237,7 @@ def broken(name: str, bounds: Bounds, timeout_s: float) -> ProofResult:
         scope=_bounds(bounds),
         verdict=verdict,
         seconds=seconds,
+        units=answer.units,
         expected=REFUTED,
         detail=detail,
         counterexample=found.workload if found else None,

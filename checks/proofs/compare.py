@@ -57,23 +57,23 @@ def ahead_on(static: State, continuous: State, i: int) -> Any:
 
 
 def prove_never_later(
-    size: int, timeout_s: float, premises: list[Obligation] | None = None
+    size: int, rlimit: int, premises: list[Obligation] | None = None
 ) -> list[Obligation]:
     """The obligations of the dominance proof, including its premises: the obligations of both
     single-policy induction proofs for ``size`` requests (proved here unless passed in)."""
     static, continuous = Rules("static"), Rules("continuous")
     if premises is None:
-        premises = [o for r in (static, continuous) for o in prove_inductive(r, size, timeout_s)]
+        premises = [o for r in (static, continuous) for o in prove_inductive(r, size, rlimit)]
     results = [o for o in premises if o.kind in ("initiation", "consecution", "lemma", "vacuity")]
     w = symbolic_workload(size, abstract_pages())
     s0, c0 = fresh_state(size, "s0"), fresh_state(size, "c0")
-    answer = prove([*w.valid(), *initial(s0, w), *initial(c0, w)], dominates(s0, c0), timeout_s)
+    answer = prove([*w.valid(), *initial(s0, w), *initial(c0, w)], dominates(s0, c0), rlimit)
     results.append(Obligation("dominance", (), "initiation", answer))
 
     s, c = fresh_state(size, "s"), fresh_state(size, "c")
     its, itc = iteration(s, w, static), iteration(c, w, continuous)
     ns, nc = successor(s, its, w, static), successor(c, itc, w, continuous)
-    solver = new_solver(timeout_s)
+    solver = new_solver(rlimit)
     solver.add(*w.valid(), *invariant(s, w, "static"), *invariant(c, w, "continuous"))
     solver.add(*its.page_facts, *itc.page_facts, dominates(s, c))
     for lemma in LEMMAS:
@@ -84,7 +84,7 @@ def prove_never_later(
                 solver.add(claim)
             results.append(Obligation(lemma.name, (), "lemma", answer))
     # Request by request, each proved claim joining the hypotheses: one query for all requests
-    # at once takes longer and hits the timeout from about 32 requests on.
+    # at once costs Z3 far more, and exhausts its budget from about 32 requests on.
     for i in range(size):
         claim = ahead_on(ns, nc, i)
         answer = prove_with(solver, claim)

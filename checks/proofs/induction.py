@@ -142,7 +142,7 @@ def invariant(s: State, w: SymbolicWorkload, policy: str) -> list[Any]:
 
 
 def prove_inductive(
-    rules: Rules, size: int, timeout_s: float, pages: PageFunction | None = None
+    rules: Rules, size: int, rlimit: int, pages: PageFunction | None = None
 ) -> list[Obligation]:
     """Every obligation for ``size`` requests under ``rules``; see the module docstring."""
     pages = pages or abstract_pages()
@@ -154,13 +154,13 @@ def prove_inductive(
     start = fresh_state(size, "s0")
     base = [*w.valid(), *initial(start, w)]
     for fact in facts:
-        answer = prove(base, fact.holds(start, w), timeout_s)
+        answer = prove(base, fact.holds(start, w), rlimit)
         results.append(Obligation(fact.name, fact.ids, "initiation", answer))
 
     s = fresh_state(size, "s")
     it = iteration(s, w, rules)
     nxt = successor(s, it, w, rules)
-    solver = new_solver(timeout_s)
+    solver = new_solver(rlimit)
     solver.add(*w.valid(), *invariant(s, w, rules.policy), *it.page_facts)
     # Each proved claim joins the hypotheses of the claims after it (sound: it was proved from
     # the ones before); a claim not proved never does.
@@ -179,7 +179,7 @@ def prove_inductive(
 
     bound = w.last_arrival() + z3.Sum(list(w.output))
     conclusion = z3.Implies(s.t >= bound, all_finished(s))
-    answer = prove([*w.valid(), *invariant(s, w, rules.policy)], conclusion, timeout_s)
+    answer = prove([*w.valid(), *invariant(s, w, rules.policy)], conclusion, rlimit)
     results.append(Obligation("drains-by-bound", ("LIVE-1",), "conclusion", answer))
     return results
 

@@ -103,10 +103,10 @@ LEMMAS: tuple[PageLemma, ...] = (
 )
 
 
-def prove_lemma(lemma: PageLemma, timeout_s: float) -> Answer:
+def prove_lemma(lemma: PageLemma, rlimit: int) -> Answer:
     """Prove one lemma for all integers; the page size is symbolic (any integer >= 1)."""
     tokens, page_size, other = z3.Ints("tokens page_size other")
-    return prove([page_size >= 1], lemma.claim(tokens, page_size, other), timeout_s)
+    return prove([page_size >= 1], lemma.claim(tokens, page_size, other), rlimit)
 
 
 def lemma_instances(pages: Callable[[Any], Any], context: Any, peak_context: Any) -> list[Any]:

@@ -1,9 +1,11 @@
-"""Asking Z3 one question under a time limit, and reading its answer honestly (spec/proofs.md).
+"""Asking Z3 one question under a resource budget, and reading its answer honestly
+(spec/proofs.md).
 
 A claim is *proved* only when Z3 answers ``unsat`` for its negation. ``sat`` means *refuted*: Z3
-built a counterexample. Anything else (a timeout, a cancelled search, an incomplete theory) is
-*not proved*, and never counts as success. Z3 answer times vary by orders of magnitude between
-runs and machines, so every question carries a timeout.
+built a counterexample. Anything else (an exhausted budget, an incomplete theory) is *not
+proved*, and never counts as success. Every question carries a budget in Z3's resource units
+(``rlimit``, :mod:`.budgets`), not seconds, so the verdict does not depend on the machine's load;
+the seconds are measured and reported beside it, never used to decide it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import z3
 PROVED = "proved"
 REFUTED = "refuted"
 NOT_PROVED = "not proved"
+EXHAUSTED = "resource budget exhausted"
+"""The reason of a NOT_PROVED answer whose check ran out of its rlimit."""
 
 
 @dataclass(frozen=True)
@@ -27,13 +31,30 @@ class Answer:
     verdict: str
     seconds: float
     reason: str = ""
-    """Why Z3 gave up ("timeout", "canceled", ...) when the verdict is NOT_PROVED."""
+    """Why Z3 gave up (:data:`EXHAUSTED`, "incomplete", ...) when the verdict is NOT_PROVED."""
     model: Any = None
+    units: int = 0
+    """Z3 resource units (its rlimit count) the checks consumed: what the budget is spent in."""
 
 
-def prove(hypotheses: Iterable[Any], claim: Any, timeout_s: float) -> Answer:
+@dataclass(frozen=True)
+class Checked:
+    """One ``solver.check()``: its result, and what it cost in seconds and resource units."""
+
+    result: Any
+    seconds: float
+    units: int
+
+    def reason(self, solver: Any) -> str:
+        """Why an ``unknown`` came back, in words."""
+        reason = solver.reason_unknown() or "unknown"
+        # Z3 reports an exhausted rlimit as "canceled"; nothing else cancels a check here.
+        return EXHAUSTED if "cancel" in reason else reason
+
+
+def prove(hypotheses: Iterable[Any], claim: Any, rlimit: int) -> Answer:
     """Is ``claim`` true in every model of ``hypotheses``? Asks Z3 for a model of the negation."""
-    solver = new_solver(timeout_s)
+    solver = new_solver(rlimit)
     solver.add(*hypotheses)
     return prove_with(solver, claim)
 
@@ -59,21 +80,40 @@ def exhibit(solver: Any, claim: Any) -> Answer:
     return answer
 
 
-def new_solver(timeout_s: float) -> Any:
+def new_solver(rlimit: int) -> Any:
     solver = z3.Solver()
-    # Z3 takes milliseconds; a zero timeout would mean "no limit", never what a caller wants.
-    solver.set("timeout", max(1, int(timeout_s * 1000)))
+    limit(solver, rlimit)
     return solver
 
 
-def _ask(solver: Any, on_sat: str, on_unsat: str) -> Answer:
+def limit(solver: Any, rlimit: int) -> None:
+    """Give each later check of ``solver`` ``rlimit`` resource units."""
+    # Z3 reads an rlimit of 0 as "no limit", never what a caller that ran out of budget wants.
+    solver.set("rlimit", max(1, int(rlimit)))
+
+
+def check(solver: Any, *assumptions: Any) -> Checked:
+    """``solver.check()``, timed and counted."""
+    before = units(solver)
     started = time.perf_counter()
-    result = solver.check()
+    result = solver.check(*assumptions)
     seconds = time.perf_counter() - started
-    if result == z3.unsat:
-        return Answer(on_unsat, seconds)
-    if result == z3.sat:
-        return Answer(on_sat, seconds, model=solver.model())
-    reason = solver.reason_unknown() or "unknown"
-    # Z3 reports its own timeout as "canceled"; say what happened.
-    return Answer(NOT_PROVED, seconds, reason="timeout" if "cancel" in reason else reason)
+    return Checked(result, seconds, units(solver) - before)
+
+
+def units(solver: Any) -> int:
+    """Z3's resource counter, which runs for the whole context (every solver), not per solver:
+    so only differences around one check mean anything."""
+    try:
+        return int(solver.statistics().get_key_value("rlimit count"))
+    except z3.Z3Exception:  # no counter before the solver's first use
+        return 0
+
+
+def _ask(solver: Any, on_sat: str, on_unsat: str) -> Answer:
+    done = check(solver)
+    if done.result == z3.unsat:
+        return Answer(on_unsat, done.seconds, units=done.units)
+    if done.result == z3.sat:
+        return Answer(on_sat, done.seconds, model=solver.model(), units=done.units)
+    return Answer(NOT_PROVED, done.seconds, reason=done.reason(solver), units=done.units)

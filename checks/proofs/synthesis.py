@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, assume, given, seed, settings, target
 from hypothesis import strategies as st
 
 from kvsched.checks.proofs.bmc import Bounds
+from kvsched.checks.proofs.budgets import DEFAULT
 from kvsched.checks.proofs.query import PROVED
 from kvsched.checks.proofs.searches import find_reuse, no_p95_inversion
 from kvsched.reference import POLICIES, RunMetrics, compute_metrics, run
@@ -213,10 +214,11 @@ def answer_reuse_by_hypothesis(space: SearchSpace, examples: int, seed_value: in
     )
 
 
-def answer_reuse_by_z3(space: SearchSpace, timeout_s: float) -> Answer:
+def answer_reuse_by_z3(space: SearchSpace, rlimit: int = DEFAULT.bmc) -> Answer:
+    """``rlimit``: Z3 resource units for the whole search."""
     bounds = Bounds(space.requests, space.max_arrival, space.max_output, space.max_prompt)
     found, workload = find_reuse(
-        space.requests, space.batch_limit, space.page_size, space.pool_pages, bounds, timeout_s
+        space.requests, space.batch_limit, space.page_size, space.pool_pages, bounds, rlimit
     )
     method = "Z3, exact constraint over the model unrolled iteration by iteration"
     if workload is not None:
@@ -228,8 +230,9 @@ def answer_reuse_by_z3(space: SearchSpace, timeout_s: float) -> Answer:
     return Answer("reuse", REUSE_CLAIM, method, found.seconds, None, verdict=verdict)
 
 
-def answer_p95_inversion(requests: int, timeout_s: float) -> Answer:
-    proof = no_p95_inversion(requests, timeout_s)
+def answer_p95_inversion(requests: int, rlimit: int = DEFAULT.induction) -> Answer:
+    """``rlimit``: Z3 resource units per query of the dominance proof."""
+    proof = no_p95_inversion(requests, rlimit)
     if proof.verdict == PROVED:
         verdict = (
             f"none exists: for every workload of {requests} requests (any arrivals, lengths, "
@@ -237,7 +240,7 @@ def answer_p95_inversion(requests: int, timeout_s: float) -> Answer:
             "batching, so no request waits longer and no percentile of wait is higher"
         )
     else:
-        verdict = f"not proved ({proof.reason}); raise the timeout or lower the requests"
+        verdict = f"not proved ({proof.reason}); raise --rlimit-scale or lower the requests"
     method = f"Z3 induction over both schedulers side by side ({requests} requests)"
     claim = "a workload where continuous batching has a higher P95 wait than static batching"
     return Answer("p95-inversion", claim, method, proof.seconds, None, verdict=verdict)

@@ -2,8 +2,10 @@
 
 Exit codes: 0 every claim got its expected answer (proved; refuted for ``--broken`` schedulers),
 1 a claim got the wrong definite answer (a counterexample to a claimed invariant, or a broken
-scheduler the checks failed to refute), 4 nothing wrong but something *not proved* (a Z3 timeout
-or "unknown"), which is never reported as success. spec/proofs.md explains every line.
+scheduler the checks failed to refute), 4 nothing wrong but something *not proved* (an exhausted
+Z3 resource budget or "unknown"), which is never reported as success. spec/proofs.md explains
+every line. Z3's budgets are resource units (``rlimit``, checks/proofs/budgets.py), not seconds,
+so the verdicts are the same on a busy machine as at rest; the seconds are reported beside them.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from typing import Any
 
+from kvsched.checks.proofs.budgets import DEFAULT, Budgets
 from kvsched.commands import UsageError
 from kvsched.commands.output import emit, printing
 from kvsched.spec.vocabulary import ExitCode
@@ -26,7 +30,8 @@ def register(subparsers: Any) -> None:
         description="Prove the page-accounting lemma for all integers, the catalogue's safety "
         "invariants of the reference static and continuous schedulers by induction (any number of "
         "iterations) for N symbolic requests, and LIVE-1 by bounded model checking. Exit 0 if all "
-        "proved, 1 on a counterexample, 4 if something was not proved (timeout/unknown).",
+        "proved, 1 on a counterexample, 4 if something was not proved (an exhausted Z3 "
+        "resource budget, or unknown).",
     )
     parser.add_argument(
         "--requests",
@@ -35,13 +40,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="requests in the induction proofs (default 12)",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="seconds per Z3 query (default 60); a timeout is reported as 'not proved'",
-    )
+    add_budget_options(parser)
     parser.add_argument(
         "--policy",
         choices=("static", "continuous", "both"),
@@ -89,8 +88,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--requests must be >= 1, got {args.requests}")
     if args.bmc_requests < 1:
         raise UsageError(f"--bmc-requests must be >= 1, got {args.bmc_requests}")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    budgets = budgets_from(args)
     if args.engine_requests < 1 or args.engine_horizon < 1:
         raise UsageError("--engine-requests and --engine-horizon must be >= 1")
     from kvsched.checks.proofs import catalogue as proofs  # imports z3
@@ -99,21 +97,21 @@ def main(args: argparse.Namespace) -> int:
 
     plan = proofs.ProofPlan(
         requests=args.requests,
-        timeout_s=args.timeout,
+        budgets=budgets,
         policies=("static", "continuous") if args.policy == "both" else (args.policy,),
         bounds=Bounds(requests=args.bmc_requests),
         broken=args.broken,
     )
     started = time.perf_counter()
     if args.engine:
-        results, (methods, not_covered) = _engine(args), _engine_notes()
+        results, (methods, not_covered) = _engine(args, budgets), _engine_notes()
     else:
         results = proofs.run_proofs(plan)
         methods, not_covered = proofs.METHODS, proofs.NOT_COVERED
     wall = time.perf_counter() - started
     outcome = proofs.outcome(results)
     if args.json:
-        emit(json.dumps(_as_json(results, outcome, wall, not_covered), indent=2))
+        emit(json.dumps(_as_json(results, outcome, wall, not_covered, budgets), indent=2))
     else:
         with printing():
             _print_table(results, outcome, wall, methods, not_covered)
@@ -122,14 +120,40 @@ def main(args: argparse.Namespace) -> int:
     return ExitCode.NOT_PROVED if outcome == NOT_PROVED else ExitCode.FINDING
 
 
-def _engine(args: argparse.Namespace) -> Any:
+def add_budget_options(parser: Any) -> None:
+    """``--rlimit-scale``, and the retired ``--timeout`` kept only to say what replaced it."""
+    parser.add_argument(
+        "--rlimit-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="multiply every Z3 budget by F (default 1). Budgets are Z3 resource units "
+        "(rlimit), not seconds, so a verdict is the same on a busy machine as at rest; an "
+        "exhausted budget is reported as 'not proved'",
+    )
+    parser.add_argument("--timeout", type=float, default=None, help=argparse.SUPPRESS)
+
+
+def budgets_from(args: argparse.Namespace) -> Budgets:
+    if args.timeout is not None:
+        raise UsageError(
+            "--timeout is gone: Z3's budgets are resource units (rlimit) now, not seconds, so a "
+            "verdict no longer depends on how busy the machine is. For bigger budgets pass "
+            "--rlimit-scale F (for example --rlimit-scale 10); the seconds are still reported."
+        )
+    if not args.rlimit_scale > 0:
+        raise UsageError(f"--rlimit-scale must be > 0, got {args.rlimit_scale}")
+    return DEFAULT.scaled(args.rlimit_scale)
+
+
+def _engine(args: argparse.Namespace, budgets: Budgets) -> Any:
     from kvsched.checks.proofs.engine.results import EnginePlan, run_engine_proofs
     from kvsched.checks.proofs.engine.unroll import EngineBounds
 
     plan = EnginePlan(
         requests=args.engine_requests,
         bounds=EngineBounds(horizon=args.engine_horizon),
-        timeout_s=args.timeout,
+        budgets=budgets,
     )
     return run_engine_proofs(plan)
 
@@ -151,9 +175,13 @@ def _print_table(
         if r.expected != "proved":
             verdict += " as expected" if r.as_expected else f" (expected {r.expected})"
         invariants = ", ".join(r.invariants) or "-"
-        rows.append((invariants, r.policy, r.claim, r.method, r.scope, verdict, f"{r.seconds:.2f}"))
-    headers = ("invariant", "policy", "claim", "method", "for", "verdict", "seconds")
-    print(tabulate(rows, headers=headers, maxcolwidths=[None, None, 44, None, None, None, None]))
+        seconds = f"{r.seconds:.2f}"
+        rows.append(
+            (invariants, r.policy, r.claim, r.method, r.scope, verdict, seconds, _millions(r.units))
+        )
+    headers = ("invariant", "policy", "claim", "method", "for", "verdict", "seconds", "units (M)")
+    widths = [None, None, 44, None, None, None, None, None]
+    print(tabulate(rows, headers=headers, maxcolwidths=widths, disable_numparse=True))
     print()
     for method in dict.fromkeys(r.method for r in results):
         print(f"{method}: {methods[method]}")
@@ -173,9 +201,22 @@ def _print_table(
         "NOT PROVED": sum(r.verdict == "not proved" for r in results),
     }
     summary = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
-    print(f"\n{summary}; {wall:.1f} s wall time. Overall: {outcome.upper()}")
+    units = sum(r.units for r in results)
+    print(
+        "units: the Z3 resource units (rlimit count, millions) a line spent; budgets are in "
+        "these units, so the seconds, which vary with the load, decide nothing"
+    )
+    print(f"\n{summary}; {wall:.1f} s wall time, {_millions(units)} million units. ", end="")
+    print(f"Overall: {outcome.upper()}")
     if outcome == "not proved":
-        print("NOT PROVED is not a pass: raise --timeout or lower --requests and run again.")
+        print(
+            "NOT PROVED is not a pass: raise --rlimit-scale (Z3's resource budgets) or lower "
+            "--requests and run again."
+        )
+
+
+def _millions(units: int) -> str:
+    return f"{units / 1e6:.2f}"
 
 
 def _print_workload(w: Any) -> None:
@@ -191,11 +232,12 @@ def _print_workload(w: Any) -> None:
 
 
 def _as_json(
-    results: Any, outcome: str, wall: float, not_covered: dict[str, str]
+    results: Any, outcome: str, wall: float, not_covered: dict[str, str], budgets: Budgets
 ) -> dict[str, Any]:
     return {
         "outcome": outcome,
         "wall_seconds": wall,
+        "rlimit_budgets": asdict(budgets),
         "not_covered": not_covered,
         "results": [
             {
@@ -208,6 +250,7 @@ def _as_json(
                 "verdict": r.verdict,
                 "expected": r.expected,
                 "seconds": r.seconds,
+                "units": r.units,
                 "detail": r.detail,
                 "counterexample": workload_to_json(r.counterexample) if r.counterexample else None,
             }

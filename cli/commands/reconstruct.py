@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands.output import emit, printing, writing
+from kvsched.commands.prove import add_budget_options, budgets_from
 from kvsched.spec.teaching import LESSON_PERCENTILE_METHOD
 from kvsched.spec.workload import workload_to_json
 
@@ -22,33 +23,37 @@ def register(subparsers: Any) -> None:
         "the reference.",
     )
     parser.add_argument("--out", type=Path, help="write the workload file here")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per Z3 query")
+    add_budget_options(parser)
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    budget = budgets_from(args).teaching
     from kvsched.checks.proofs.teaching import reconstruct as teaching_trace
 
     # The answers are printed as they come (each may take minutes), so all of it is the output.
     with printing():
-        return _reconstruct(args, teaching_trace)
+        return _reconstruct(args, teaching_trace, budget)
 
 
-def _reconstruct(args: argparse.Namespace, teaching_trace: Any) -> int:
+def _reconstruct(args: argparse.Namespace, teaching_trace: Any, budget: int) -> int:
     from kvsched.checks.verdict.files import write_file
 
     meaning = {"unsat": "impossible (proved)", "sat": "possible", "unknown": "not decided"}
     print("under linear percentiles (the default, spec/semantics.md 7.4):")
     for question in teaching_trace.QUESTIONS:
-        answer = teaching_trace.ask(question, args.timeout)
-        print(f"  {answer.question}: {meaning[answer.verdict]} ({answer.seconds:.1f} s)")
+        answer = teaching_trace.ask(question, budget)
+        print(f"  {answer.question}: {meaning[answer.verdict]} ({_cost(answer)})")
     print("under each of numpy's other percentile methods:")
-    for _, answer in teaching_trace.conventions(args.timeout, skip=("linear",)):
-        print(f"  {answer.question}: {meaning[answer.verdict]} ({answer.seconds:.1f} s)")
+    for _, answer in teaching_trace.conventions(budget, skip=("linear",)):
+        print(f"  {answer.question}: {meaning[answer.verdict]} ({_cost(answer)})")
 
-    workload = teaching_trace.closest(args.timeout)
+    workload = teaching_trace.closest(budget)
     if workload is None:
-        print(f"the workload under {LESSON_PERCENTILE_METHOD}: none found within the timeout")
+        print(
+            f"the workload under {LESSON_PERCENTILE_METHOD}: none found within Z3's resource "
+            "budget (raise --rlimit-scale)"
+        )
         return 1
     print(f"the workload: storyboard and all six figures, P95 by {workload.percentile_method}")
     for request in workload.requests:
@@ -66,3 +71,7 @@ def _reconstruct(args: argparse.Namespace, teaching_trace: Any) -> int:
             write_file(args.out, json.dumps(workload_to_json(workload), indent=2) + "\n")
         emit(f"wrote {args.out}")
     return 0
+
+
+def _cost(answer: Any) -> str:
+    return f"{answer.seconds:.1f} s, {answer.units / 1e6:.0f} million Z3 resource units"

@@ -9,7 +9,8 @@ Questions (checks/proofs/synthesis.py says how each is searched, spec/proofs.md 
 
 Every workload is verified with the reference before it is printed or written. Exit 0 when the
 question is answered (a verified workload, or a proof that none exists), 1 when it is not (the
-search found nothing, or Z3 did not decide within the timeout).
+search found nothing, or Z3 did not decide within its resource budget, which is in Z3's units,
+not seconds: ``--rlimit-scale`` as for ``kvsched prove``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from kvsched.commands import UsageError
 from kvsched.commands.output import emit, printing, writing
+from kvsched.commands.prove import add_budget_options, budgets_from
 from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import workload_to_json
 
@@ -58,7 +60,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="for 'reuse': z3 (default, fastest) or hypothesis",
     )
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="Z3 seconds")
+    add_budget_options(parser)
     parser.add_argument("--out", type=Path, help="write the workload file here")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     parser.set_defaults(func=main)
@@ -66,6 +68,7 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     _validate(args)
+    budgets = budgets_from(args)
     from kvsched.checks.proofs import synthesis as synth  # imports hypothesis and z3
     from kvsched.checks.verdict.files import write_file
 
@@ -79,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
         max_arrival=args.max_arrival,
     )
     if args.question == "p95-inversion":
-        answer = synth.answer_p95_inversion(args.requests, args.timeout)
+        answer = synth.answer_p95_inversion(args.requests, budgets.induction)
     elif args.question == "iteration-gap":
         answer = synth.answer_iteration_gap(space, args.examples, args.seed)
     elif args.question == "continuous-loses":
@@ -87,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
     elif args.method == "hypothesis":
         answer = synth.answer_reuse_by_hypothesis(space, args.examples, args.seed)
     else:
-        answer = synth.answer_reuse_by_z3(space, args.timeout)
+        answer = synth.answer_reuse_by_z3(space, budgets.bmc)
     if args.json:
         emit(json.dumps(_as_json(answer), indent=2))
     else:
@@ -113,8 +116,6 @@ def _validate(args: argparse.Namespace) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if args.pool_pages is not None and args.pool_pages < 1:
         raise UsageError(f"--pool-pages must be >= 1, got {args.pool_pages}")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}")
     if args.question in ("reuse", "iteration-gap", "p95-inversion") and args.requests < 2:
         # reuse needs a page freed by one request and taken by another; a gap or an inversion
         # between the policies needs someone to wait

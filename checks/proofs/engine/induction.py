@@ -34,7 +34,15 @@ from kvsched.checks.proofs.engine.system import (
     initial_state,
     symbolic_system,
 )
-from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, exhibit
+from kvsched.checks.proofs.query import (
+    NOT_PROVED,
+    PROVED,
+    REFUTED,
+    Checked,
+    check,
+    exhibit,
+    new_solver,
+)
 from kvsched.spec.vocabulary import Batching
 
 
@@ -83,9 +91,12 @@ def named_state_facts(s: EngineSystem, st: EngineState) -> dict[str, list[Any]]:
 class InductionAnswer:
     verdict: str
     seconds: float
+    """Wall time, building the model included: reported, never a budget."""
     failed: tuple[str, ...] = ()
     """Claims (or ``state-invariant``) the step did not prove, when not proved."""
     reason: str = ""
+    units: int = 0
+    """Z3 resource units the checks consumed."""
 
 
 Facts = Callable[[EngineSystem, EngineState], list[Any]]
@@ -96,7 +107,7 @@ def prove_safety(
     batching: Batching,
     requests: int,
     page_size: int,
-    timeout_s: float,
+    rlimit: int,
     admit_after_preemption: bool | None = None,
 ) -> InductionAnswer:
     """The safety layer: :func:`state_facts` is inductive and implies every safety claim."""
@@ -105,7 +116,7 @@ def prove_safety(
         return {c.name: c.term for c in safety_claims(s, b, it, a)}
 
     return prove_inductive(
-        batching, requests, page_size, timeout_s, state_facts, claims, admit_after_preemption
+        batching, requests, page_size, rlimit, state_facts, claims, admit_after_preemption
     )
 
 
@@ -113,50 +124,54 @@ def prove_inductive(
     batching: Batching,
     requests: int,
     page_size: int,
-    timeout_s: float,
+    rlimit: int,
     facts: Facts,
     step_claims: StepClaims,
     admit_after_preemption: bool | None = None,
 ) -> InductionAnswer:
     """Initiation, consecution and a vacuity check for one batching and page size; the design's
-    ``admit_after_preemption`` pinned, or either (``None``)."""
+    ``admit_after_preemption`` pinned, or either (``None``); ``rlimit`` Z3 resource units per
+    check."""
     state_facts = facts
     started = time.perf_counter()
     s = symbolic_system(requests, page_size, batching)
-    solver = z3.Solver()
-    solver.set("timeout", max(1, int(timeout_s * 1000)))
+    solver = new_solver(rlimit)
     solver.add(*s.valid())
     if admit_after_preemption is not None:
         solver.add(s.admit_after_preemption == z3.BoolVal(admit_after_preemption))
     solver.push()
     solver.add(z3.Not(z3.And(*state_facts(s, initial_state(s)))))
-    initiation = solver.check()
+    initiation = check(solver)
     solver.pop()
-    if initiation != z3.unsat:
-        return _open(started, ("state-invariant initially",), initiation, solver)
+    if initiation.result != z3.unsat:
+        return _open(started, [initiation], ("state-invariant initially",), solver)
     before = fresh_state(requests, "pre")
     bind = Binder("step_")
     it, after = transition(s, before, bind)
     solver.add(*state_facts(s, before), *bind.facts)
     claims = step_claims(s, before, it, after)
     claims["state-invariant"] = z3.And(*state_facts(s, after))
-    result = solver.check(z3.Not(z3.And(*claims.values())))
-    if result != z3.unsat:
-        model = solver.model() if result == z3.sat else None
+    step = check(solver, z3.Not(z3.And(*claims.values())))
+    if step.result != z3.unsat:
+        model = solver.model() if step.result == z3.sat else None
         failed = tuple(
             name for name, term in claims.items() if model is None or z3.is_false(model.eval(term))
         )
-        return _open(started, failed, result, solver)
+        return _open(started, [initiation, step], failed, solver)
     # The hypotheses are not contradictory: a state mid-run, one request running, one waiting.
-    alive = z3.And(before.running.length >= 1, before.waiting.length >= 1)
-    if exhibit(solver, alive).verdict != PROVED:
-        return InductionAnswer(REFUTED, time.perf_counter() - started, ("vacuity",))
-    return InductionAnswer(PROVED, time.perf_counter() - started)
-
-
-def _open(started: float, failed: tuple[str, ...], result: Any, solver: Any) -> InductionAnswer:
+    alive = exhibit(solver, z3.And(before.running.length >= 1, before.waiting.length >= 1))
     seconds = time.perf_counter() - started
-    if result == z3.sat:  # a state satisfying the invariant that may be unreachable
-        return InductionAnswer(NOT_PROVED, seconds, failed, "counterexample to induction")
-    reason = solver.reason_unknown() or "unknown"
-    return InductionAnswer(NOT_PROVED, seconds, failed, "timeout" if "cancel" in reason else reason)
+    units = initiation.units + step.units + alive.units
+    if alive.verdict != PROVED:
+        return InductionAnswer(REFUTED, seconds, ("vacuity",), units=units)
+    return InductionAnswer(PROVED, seconds, units=units)
+
+
+def _open(
+    started: float, checks: list[Checked], failed: tuple[str, ...], solver: Any
+) -> InductionAnswer:
+    seconds, units = time.perf_counter() - started, sum(c.units for c in checks)
+    last = checks[-1]
+    # sat: a state satisfying the invariant that may be unreachable
+    why = "counterexample to induction" if last.result == z3.sat else last.reason(solver)
+    return InductionAnswer(NOT_PROVED, seconds, failed, why, units)

@@ -63,14 +63,14 @@ def prove_no_thrash(
     batching: Batching,
     requests: int,
     page_size: int,
-    timeout_s: float,
+    rlimit: int,
     admit_after_preemption: bool | None = False,
 ) -> InductionAnswer:
-    """``admit_after_preemption`` pinned, or either (``None``)."""
+    """``admit_after_preemption`` pinned, or either (``None``); ``rlimit`` units per check."""
 
     def claims(s: EngineSystem, b: EngineState, it: EngineIteration, a: EngineState) -> Any:
         return {"no-thrash": z3.Not(it.thrash)}
 
     return prove_inductive(
-        batching, requests, page_size, timeout_s, progress_facts, claims, admit_after_preemption
+        batching, requests, page_size, rlimit, progress_facts, claims, admit_after_preemption
     )

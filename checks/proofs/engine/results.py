@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from kvsched.checks.proofs.budgets import DEFAULT, Budgets
 from kvsched.checks.proofs.catalogue import ProofResult
 from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
 from kvsched.checks.proofs.engine.induction import InductionAnswer, prove_safety
@@ -56,7 +57,8 @@ class EnginePlan:
     bounds: EngineBounds = field(default_factory=lambda: EngineBounds(horizon=4))
     """Workloads for the LIVE-3 searches. Within these bounds the shortest thrash is in
     iteration 4 (spec/proofs.md, 8.5); each iteration more costs several times the time."""
-    timeout_s: float = 60.0
+    budgets: Budgets = DEFAULT
+    """Z3 resource units: ``engine_induction`` per check, ``engine_search`` per search."""
     thrash_watermarks: tuple[int, ...] = (0, 2)
     """Watermarks at which prefill-first batching admitting after a preemption must be shown to
     thrash."""
@@ -84,8 +86,9 @@ def run_engine_proofs(plan: EnginePlan) -> tuple[ProofResult, ...]:
 
 
 def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
-    seconds, open_ = _each_page_size(
-        plan, lambda size: prove_safety(batching, plan.requests, size, plan.timeout_s, None)
+    rlimit = plan.budgets.engine_induction
+    seconds, units, open_ = _each_page_size(
+        plan, lambda size: prove_safety(batching, plan.requests, size, rlimit, None)
     )
     ids = tuple(dict.fromkeys(i for ids, _ in SAFETY_STATEMENTS.values() for i in ids))
     return ProofResult(
@@ -96,6 +99,7 @@ def safety(batching: Batching, plan: EnginePlan) -> ProofResult:
         scope=f"{plan.requests} requests, page sizes {_sizes(plan.page_sizes)}",
         verdict=NOT_PROVED if open_ else PROVED,
         seconds=seconds,
+        units=units,
         detail="; ".join(open_),
         statement="; ".join(f"{name}: {text}" for name, (_, text) in SAFETY_STATEMENTS.items()),
     )
@@ -105,8 +109,9 @@ def never_thrashes(batching: Batching, plan: EnginePlan) -> ProofResult:
     """LIVE-3 by induction for a design of :data:`NO_THRASH_DESIGNS`: the monitor's thrash rule
     is sound there."""
     admits = NO_THRASH_DESIGNS[batching]
-    seconds, open_ = _each_page_size(
-        plan, lambda size: prove_no_thrash(batching, plan.requests, size, plan.timeout_s, admits)
+    rlimit = plan.budgets.engine_induction
+    seconds, units, open_ = _each_page_size(
+        plan, lambda size: prove_no_thrash(batching, plan.requests, size, rlimit, admits)
     )
     design = design_words(None, admits)
     return ProofResult(
@@ -117,6 +122,7 @@ def never_thrashes(batching: Batching, plan: EnginePlan) -> ProofResult:
         scope=f"{plan.requests} requests, page sizes {_sizes(plan.page_sizes)}",
         verdict=NOT_PROVED if open_ else PROVED,
         seconds=seconds,
+        units=units,
         detail="; ".join(open_),
         statement=f"{LIVE3_STATEMENT}: the monitor's LIVE-3 never fires on {batching} batching, "
         f"{design}",
@@ -128,7 +134,8 @@ def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofR
     prefill-first admitting after a preemption, whatever the watermark, the claim must be
     refuted by a workload the reference and the monitor confirm."""
     started = time.perf_counter()
-    answer = search(batching, bounds, lambda s, b, it, a: [no_thrash(it)], plan.timeout_s)
+    rlimit = plan.budgets.engine_search
+    answer = search(batching, bounds, lambda s, b, it, a: [no_thrash(it)], rlimit)
     admits = bounds.admit_after_preemption
     expected = REFUTED if batching == "prefill-first" and admits is not False else PROVED
     verdict, detail, witness = answer.verdict, answer.reason, None
@@ -158,6 +165,7 @@ def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofR
         scope=f"{bounds.requests} requests, <= {bounds.horizon} iterations",
         verdict=verdict,
         seconds=time.perf_counter() - started,
+        units=answer.units,
         expected=expected,
         detail=detail,
         statement=f"{LIVE3_STATEMENT}, for every workload of {bounds.words()}",
@@ -167,15 +175,16 @@ def thrash(batching: Batching, bounds: EngineBounds, plan: EnginePlan) -> ProofR
 
 def _each_page_size(
     plan: EnginePlan, prove: Callable[[int], InductionAnswer]
-) -> tuple[float, list[str]]:
-    """An induction at each of the plan's page sizes: the seconds spent, and what stayed open."""
-    seconds, open_ = 0.0, []
+) -> tuple[float, int, list[str]]:
+    """An induction at each of the plan's page sizes: the seconds and Z3 resource units spent,
+    and what stayed open."""
+    seconds, units, open_ = 0.0, 0, []
     for page_size in plan.page_sizes:
         answer = prove(page_size)
-        seconds += answer.seconds
+        seconds, units = seconds + answer.seconds, units + answer.units
         if answer.verdict != PROVED:
             open_.append(f"page size {page_size}: {', '.join(answer.failed)} ({answer.reason})")
-    return seconds, open_
+    return seconds, units, open_
 
 
 def _sizes(sizes: tuple[int, ...]) -> str:

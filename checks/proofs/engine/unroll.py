@@ -27,7 +27,7 @@ from kvsched.checks.proofs.engine.system import (
     same,
     symbolic_system,
 )
-from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
+from kvsched.checks.proofs.query import EXHAUSTED, NOT_PROVED, PROVED, REFUTED, check, limit
 from kvsched.reference.engine_scheduler import EngineConfig
 from kvsched.spec.vocabulary import Batching
 from kvsched.spec.workload import Limits, Request, Workload
@@ -99,19 +99,22 @@ class SearchAnswer:
     seconds: float
     found: Found | None = None
     reason: str = ""
+    units: int = 0
+    """Z3 resource units the search's checks consumed."""
 
 
 def search(
-    batching: Batching, bounds: EngineBounds, claims_at: ClaimsAt, timeout_s: float
+    batching: Batching, bounds: EngineBounds, claims_at: ClaimsAt, rlimit: int
 ) -> SearchAnswer:
-    """Every page size of the bounds in turn; the first violation found ends the search."""
-    spent = 0.0
+    """Every page size of the bounds in turn; the first violation found ends the search.
+    ``rlimit``, in Z3 resource units, is the budget of the whole search."""
+    spent, used = 0.0, 0
     for page_size in bounds.page_sizes:
-        answer = _search_one(batching, page_size, bounds, claims_at, timeout_s - spent)
-        spent += answer.seconds
+        answer = _search_one(batching, page_size, bounds, claims_at, rlimit - used)
+        spent, used = spent + answer.seconds, used + answer.units
         if answer.verdict != PROVED:
-            return SearchAnswer(answer.verdict, spent, answer.found, answer.reason)
-    return SearchAnswer(PROVED, spent)
+            return SearchAnswer(answer.verdict, spent, answer.found, answer.reason, used)
+    return SearchAnswer(PROVED, spent, units=used)
 
 
 def _search_one(
@@ -119,9 +122,9 @@ def _search_one(
     page_size: int,
     bounds: EngineBounds,
     claims_at: ClaimsAt,
-    timeout_s: float,
+    rlimit: int,
 ) -> SearchAnswer:
-    started = time.perf_counter()
+    started, used = time.perf_counter(), 0
     s = symbolic_system(bounds.requests, page_size, batching)
     solver = z3.Solver()
     solver.add(*s.valid(), *bounds.constrain(s))
@@ -132,25 +135,24 @@ def _search_one(
         fresh = fresh_state(s.size, f"k{k}")
         solver.add(*bind.facts, *same(fresh, after))
         claims = claims_at(s, state, it, fresh)
-        left = timeout_s - (time.perf_counter() - started)
-        if left <= 0:
-            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, reason="timeout")
-        solver.set("timeout", max(1, int(left * 1000)))
+        if used >= rlimit:
+            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, None, EXHAUSTED, used)
+        limit(solver, rlimit - used)
         solver.push()
         solver.add(z3.Or(*[z3.Not(c.term) for c in claims]))
-        result = solver.check()
-        if result == z3.sat:
+        done = check(solver)
+        used += done.units
+        if done.result == z3.sat:
             model = solver.model()
             broken = tuple(c.name for c in claims if z3.is_false(model.eval(c.term, True)))
             found = Found(k, broken, *_chosen(model, s))
-            return SearchAnswer(REFUTED, time.perf_counter() - started, found)
-        if result != z3.unsat:
-            reason = solver.reason_unknown() or "unknown"
-            why = "timeout" if "cancel" in reason else reason
-            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, reason=why)
+            return SearchAnswer(REFUTED, time.perf_counter() - started, found, units=used)
+        if done.result != z3.unsat:
+            why = done.reason(solver)
+            return SearchAnswer(NOT_PROVED, time.perf_counter() - started, None, why, used)
         solver.pop()
         state = fresh
-    return SearchAnswer(PROVED, time.perf_counter() - started)
+    return SearchAnswer(PROVED, time.perf_counter() - started, units=used)
 
 
 def _chosen(model: Any, s: EngineSystem) -> tuple[Workload, EngineConfig]:

@@ -15,13 +15,14 @@ unknown arrivals and output lengths; this module asks Z3 three things:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import z3
 
+from kvsched.checks.proofs.budgets import DEFAULT
+from kvsched.checks.proofs.query import check, limit
 from kvsched.checks.proofs.teaching.model import (
     BATCH_LIMIT,
     FIGURES,
@@ -50,6 +51,9 @@ class Answer:
     question: str
     verdict: str  # "sat", "unsat" or "unknown"
     seconds: float
+    """Wall time: reported, never the budget."""
+    units: int = 0
+    """Z3 resource units the check consumed; the budget is in these."""
 
 
 @dataclass(frozen=True)
@@ -88,18 +92,18 @@ QUESTIONS = (
 )
 
 
-def ask(question: Question, timeout_s: float) -> Answer:
-    """Whether the question's constraints can hold together; "unsat" is a proof they cannot."""
+def ask(question: Question, rlimit: int = DEFAULT.teaching) -> Answer:
+    """Whether the question's constraints can hold together; "unsat" is a proof they cannot.
+    ``rlimit``: Z3 resource units for the check."""
     model = TeachingModel(method=question.method)
-    model.solver.set("timeout", int(timeout_s * 1000))
+    limit(model.solver, rlimit)
     model.solver.add(*question.constraints(model))
-    started = time.perf_counter()
-    verdict = str(model.solver.check())
-    return Answer(question.text, verdict, time.perf_counter() - started)
+    done = check(model.solver)
+    return Answer(question.text, str(done.result), done.seconds, done.units)
 
 
 def conventions(
-    timeout_s: float, skip: tuple[PercentileMethod, ...] = ()
+    rlimit: int = DEFAULT.teaching, skip: tuple[PercentileMethod, ...] = ()
 ) -> list[tuple[tuple[PercentileMethod, ...], Answer]]:
     """For each of numpy's percentile methods: can all six figures and the storyboard hold?
 
@@ -113,12 +117,12 @@ def conventions(
     answers = []
     for methods in groups.values():
         text = f"all six figures and the storyboard, P95 by {' = '.join(methods)}"
-        answers.append((tuple(methods), ask(Question(text, everything, methods[0]), timeout_s)))
+        answers.append((tuple(methods), ask(Question(text, everything, methods[0]), rlimit)))
     return answers
 
 
 def closest(
-    timeout_s: float = 120.0, method: PercentileMethod = LESSON_PERCENTILE_METHOD
+    rlimit: int = DEFAULT.teaching, method: PercentileMethod = LESSON_PERCENTILE_METHOD
 ) -> Workload | None:
     """The storyboard and all six figures exactly, P95 waits read under ``method``.
 
@@ -126,7 +130,7 @@ def closest(
     the system stays satisfiable, so the result reads like the lesson's "mixed" workload.
     """
     model = TeachingModel(method=method)
-    model.solver.set("timeout", int(timeout_s * 1000))
+    limit(model.solver, rlimit)  # each check, not the whole search
     model.solver.add(*everything(model))
     if model.solver.check() != z3.sat:
         return None
