@@ -1,12 +1,13 @@
 """kvsched's build: pyproject.toml declares the package; this compiles its hot path with mypyc.
 
 Checking an event log spends nearly all its time in the fast path of checks/eventlog and in the
-runtime monitor's ledgers, plain, fully typed Python. mypyc (shipped with mypy) compiles those
-modules to C extensions that the interpreter loads in place of the .py files, with one shared
-library beside the package (``kvsched_eventlog__mypyc``); the sources stay the one
-implementation, and the package runs the same without them, only slower. The compiled modules
-are listed in :data:`COMPILED`: each must pass ``mypy --strict``, and none of their classes may
-be patched, subclassed or copied at run time, which compiled classes refuse.
+runtime monitor's ledgers and checks, and a checked run in the monitor (its overhead over the run
+is an asv ratio, ``benchmarks/ratios.py``): plain, fully typed Python. mypyc (shipped with mypy)
+compiles those modules to C extensions that the interpreter loads in place of the .py files, with
+one shared library beside the package (``kvsched_eventlog__mypyc``); the sources stay the one
+implementation, and the package runs the same without them, only slower. The compiled modules are
+listed in :data:`COMPILED`: each must pass ``mypy --strict``, and none of their classes may be
+patched, subclassed or copied at run time, which compiled classes refuse.
 
 ``KVSCHED_PURE_PYTHON=1`` builds without compiling. A machine where compiling fails gets the
 pure-Python package rather than a failed install: mypy's errors or a missing C compiler are
@@ -39,10 +40,18 @@ COMPILED = (
     "checks/eventlog/steady_pages.py",
     "checks/eventlog/steady_recent.py",
     "checks/eventlog/stream.py",
+    "checks/monitor/batch.py",
+    "checks/monitor/checklist.py",
+    "checks/monitor/checklist_update.py",
     "checks/monitor/liveness.py",
     "checks/monitor/order.py",
+    "checks/monitor/pages.py",
+    "checks/monitor/prefix.py",
     "checks/monitor/requests.py",
     "checks/monitor/runtime.py",
+    "checks/monitor/schedule.py",
+    "checks/monitor/tokens.py",
+    "reference/progress.py",
 )
 """The modules compiled, as paths in the repository."""
 # Not strict: strictness only adds errors, and the build needs the types, not the lint (CI runs

@@ -102,6 +102,10 @@ class BatchRules:
             )
         return None
 
+    def slot_free(self) -> bool:
+        """Whether the batch has a slot free: BATCH-3 has nothing to judge otherwise."""
+        return len(self.requests.active) < self.limits.batch_limit
+
     def check_idle_slot(
         self, n: int, event: IterationEvent, computed: Mapping[str, int], head: str | None
     ) -> Finding | None:

@@ -231,7 +231,7 @@ class RequestLedger:
         finished = set(ids)
         generated, outputs, moved = self.generated, self.outputs, self.moved
         for rid in decoded:  # output_length inlined; a finished request has none (DEC-2's)
-            length = outputs.get(rid, -1) + moved.get(rid, 0)
+            length = outputs.get(rid, -1) + moved.get(rid, 0) if moved else outputs.get(rid, -1)
             if generated[rid] == length and rid not in finished:
                 return _found(
                     "REQ-2",
