@@ -1,17 +1,19 @@
 """Steady decoding taken in without an event: the event-log checker's fast path.
 
-Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose target declares no
+Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose declarations every check
+lets the fast path take lines of (each check's ``Steady.log``, checks/monitor/checklist*.py: no
 reserve-ahead allocation, no prefix sharing, no token budget, no fold restart and an admission
-order of fcfs or none, up to its first finding. Within that scope :class:`SteadyDecode` takes in
-a line whose schedule only admits and allocates fresh pages, whose step decodes every request of
-the batch except those it computes a whole prompt for (``compute`` then ``token``), and whose
-update only finishes requests and frees their whole tables, provided it can show that the line
-breaks no invariant; each rule costs O(1) per request the line names. It declines every other
-line: it brings every count up to date first, and the full path (the reader's lowering, the
-monitor and the efficiency meter, which check every line of every log) judges the line. It never
-reports a finding itself, so the findings are the full path's by construction;
-tests/test_steady.py runs both paths over clean and broken logs and compares findings and
-figures.
+order of fcfs or none), up to its first finding. Which of its steady lines a check has work on is
+the check's own predicate (``Steady.line``): the batch's limits, the order of admissions, an idle
+slot, the bound and the free count are judged there, never here. Within that scope
+:class:`SteadyDecode` takes in a line whose schedule only admits and allocates fresh pages, whose
+step decodes every request of the batch except those it computes a whole prompt for (``compute``
+then ``token``), and whose update only finishes requests and frees their whole tables, provided it
+can show that the line breaks no invariant; each rule costs O(1) per request the line names. It
+declines every other line: it brings every count up to date first, and the full path (the reader's
+lowering, the monitor and the efficiency meter, which check every line of every log) judges the
+line. It never reports a finding itself, so the findings are the full path's by construction;
+tests/test_steady.py runs both paths over clean and broken logs and compares findings and figures.
 
 Laziness: a request that decodes in every line taken in is counted lazily
 (:mod:`.steady_lazy`): its steps are counted into the ledgers only when a line is declined (a
@@ -33,6 +35,7 @@ from kvsched.checks.eventlog.steady_pages import DeferredPages
 from kvsched.checks.eventlog.steady_recent import TakenLines, Undo
 from kvsched.checks.eventlog.version2 import IterationLine
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.registry import LinePredicate, SteadyLine, iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
@@ -48,11 +51,12 @@ class SteadyDecode:
         self.page_size = monitor.limits.page_size
         self.batch_limit = monitor.limits.batch_limit
         self.usable = monitor.pages.usable
-        self.static = "BATCH-2" in monitor.applicable
-        # A line that a declaration excuses goes to the full path, the one place each
-        # relaxation is applied and counted (checks/monitor/excuses.py): a free slot under
-        # estimate_admission, a batch whose peak pages exceed the pool under lazy admission.
-        self.work_conserving = "BATCH-3" in monitor.applicable
+        self.predicates: tuple[LinePredicate, ...] = tuple(
+            check.steady.line
+            for check in iteration_plan()
+            if check.steady is not None and check.steady.line is not None
+        )
+        """Each check's say in whether a steady line may go without it (checks/monitor)."""
         self.clock = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, meter, lowering.tables)
@@ -87,9 +91,7 @@ class SteadyDecode:
         self.begun = line.iteration
         requests, lazy = self.requests, self.lazy
         active = requests.active
-        if line.iteration > requests.bound and not requests.drained():
-            return None
-        ops = sort_ops(line, requests.state, active, self.ledger, self.static)
+        ops = sort_ops(line, requests.state, active, self.ledger)
         if ops is None:
             return None
         allocs, admitted, grown, fresh, raw, computes, finishes, frees = ops
@@ -122,7 +124,7 @@ class SteadyDecode:
                 if not self.counts.may_join(rid, self.pages.changed):
                     return None
         batch = len(active) + len(admitted)
-        if batch == 0 or batch > self.batch_limit or len(decoding) + len(computes) != batch:
+        if len(decoding) + len(computes) != batch:
             return None
         for rid in computes:
             if rid in in_decode or rid in lazy:
@@ -130,16 +132,7 @@ class SteadyDecode:
         for rid in finishes:
             if rid not in in_decode and rid not in computes:
                 return None
-        if admitted:
-            reserve = sum(requests.reservation(rid) for rid in admitted)
-            if requests.committed + reserve > self.usable:
-                return None
-        queued = waiting or len(requests.queue) > len(admitted)
-        if batch < self.batch_limit and self.work_conserving and queued:
-            return None  # BATCH-3 might apply: the full path decides
         if waiting and (waiting[0] in in_decode or waiting[0] in computes):
-            return None
-        if admitted and self._out_of_order(line.iteration, tuple(admitted)):
             return None
         # Everyone the line names, or who falls due now, is checked with their counts after it.
         due_now = self.counts.dues.get(clock)
@@ -168,8 +161,19 @@ class SteadyDecode:
                 if set(given) != owned:
                     return None
             freed += len(given)
-        if line.free_pages != self.usable - self.pages.held() - len(fresh) + freed:
-            return None
+        joining = tuple(admitted)
+        steady = SteadyLine(
+            line.iteration,
+            joining,
+            batch,
+            sum(requests.reservation(rid) for rid in joining) if joining else 0,
+            bool(waiting) or len(requests.queue) > len(joining),
+            line.free_pages,
+            self.pages.held() + len(fresh) - freed,
+        )
+        for may_skip in self.predicates:
+            if not may_skip(monitor, steady):
+                return None  # a check has work on this line: the full path runs it
         self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)
 
@@ -206,11 +210,6 @@ class SteadyDecode:
             if left:
                 named[rid] = clock + min(held * page_size - now + 1, left)
         return named
-
-    def _out_of_order(self, n: int, admitted: tuple[str, ...]) -> bool:
-        """BATCH-4 as the monitor checks it (a pure check under fcfs and none)."""
-        monitor = self.monitor
-        return monitor.order.check_admitted(n, admitted, monitor.arrivals) is not None
 
     def _apply(
         self,

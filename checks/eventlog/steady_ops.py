@@ -25,23 +25,19 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.checks.monitor.pages import PageLedger
+from kvsched.checks.monitor.registry import iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.spec.vocabulary import WAITING, RequestStatus
 
 
 def in_scope(header: LogHeader, monitor: Monitor) -> bool:
-    """Whether the fast path applies to a log with this header, checked by this monitor."""
-    declared = header.properties
-    return (
-        header.version == 2
-        and header.pages == "ids"
-        and not declared.reserve_ahead
-        and not declared.prefix_sharing
-        and declared.token_budget is None
-        # A fold restart changes a request's output length, which the fast path reads as fixed.
-        and declared.restart == "recompute"
-        and monitor.order.order in ("fcfs", "none")
-    )
+    """Whether the fast path applies to a log with this header, checked by this monitor: a log
+    of version 2 that lists page ids, whose lines every check lets a steady line skip it in
+    (each check's :class:`~kvsched.checks.monitor.registry.Steady`)."""
+    if header.version != 2 or header.pages != "ids":
+        return False
+    plan = iteration_plan()
+    return all(check.steady is not None and check.steady.log(monitor) for check in plan)
 
 
 SortedOps = tuple[
@@ -66,12 +62,10 @@ def sort_ops(
     state: Mapping[str, RequestStatus],
     active: Mapping[str, None],
     pages: PageLedger,
-    static: bool,
 ) -> SortedOps | None:
     """The operations of ``line`` sorted, if each is of a kind and in a place the fast path
     takes: pages of the pool for a request of the batch (whether another holds them is the
-    caller's to say), admissions of waiting requests (under static batching only into an empty
-    batch), at most one decode list."""
+    caller's to say), admissions of waiting requests, at most one decode list."""
     allocs: list[Alloc] = []
     admitted: dict[str, None] = {}
     grown: dict[str, int] = {}
@@ -98,8 +92,6 @@ def sort_ops(
         elif kind is Admit:
             rid = op.request  # type: ignore[union-attr]
             if phase or state.get(rid) != WAITING or rid in admitted:
-                return None
-            if static and active:
                 return None
             admitted[rid] = None
         elif kind is Compute:

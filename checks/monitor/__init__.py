@@ -2,9 +2,9 @@
 
 It reads :class:`~kvsched.spec.events.IterationEvent` values one at a time and keeps two ledgers
 (requests and pages) up to date from what each event names. Every check is registered by step and
-catalogue id (:mod:`.registry`; the checks themselves are in :mod:`.checklist`), and the monitor
-(:mod:`.runtime`) runs the registry in the spec's order. This room needs neither Hypothesis nor
-Z3, so it can run inside any engine's test suite.
+catalogue id (:mod:`.registry`; the checks themselves are in :mod:`.checklist` and
+:mod:`.checklist_update`), and the monitor (:mod:`.runtime`) runs the registry in the spec's order.
+This room needs neither Hypothesis nor Z3, so it can run inside any engine's test suite.
 """
 
 from kvsched.checks.monitor.findings import Finding

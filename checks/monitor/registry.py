@@ -10,16 +10,22 @@ may report::
         ...
 
 The monitor (:mod:`.runtime`) runs the steps in the spec's order and, within a step, the checks in
-the order they were registered (:mod:`.checklist`, top to bottom). A new invariant therefore
-touches the catalogue, its row in spec/semantics.md and one registered function; the registry test
-holds the three in step.
+the order they were registered (:mod:`.checklist`, then :mod:`.checklist_update`, top to bottom). A
+new invariant therefore touches the catalogue, its row in spec/semantics.md and one registered
+function with its :class:`Steady` declaration; the registry test holds them in step.
+
+Every per-iteration check also says, with its :class:`Steady`, when the event-log checker's fast
+path (checks/eventlog/steady.py) may take a line in without running it: for which logs at all,
+and on which steady lines, as predicates beside the check. The fast path decides from those alone
+whether a check would have work on a line; a check it has no predicate for is one whose work its
+lazy counts carry (``counted``), which the registry names, so that what is still owed is seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
@@ -32,6 +38,7 @@ from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import STEPS, Step
+from kvsched.spec.workload import Limits
 
 
 class Monitor(Protocol):
@@ -47,6 +54,9 @@ class Monitor(Protocol):
     arrivals: list[str]
     """The requests that joined the queue in this iteration, in queue order."""
     properties: TargetProperties
+    limits: Limits
+    applicable: set[str]
+    """The ids of the invariants that apply to the declared policy and design."""
     computed: Mapping[str, int]
     """Tokens each request computed in this iteration; set from the ``decode`` step on."""
     iteration: int
@@ -66,6 +76,49 @@ class RunEnd:
 Subject = TypeVar("Subject", IterationEvent, RunEnd)
 
 
+class SteadyLine(NamedTuple):
+    """A line the fast path would take in without its event, as the checks' predicates read it:
+    its schedule only admits waiting requests and allocates fresh pages, its step decodes and
+    computes whole prompts, its update finishes requests and frees their tables. A tuple: one is
+    made for every line the fast path reads."""
+
+    iteration: int
+    admitted: tuple[str, ...]
+    """The requests it admits, in order."""
+    batch: int
+    """Requests in the batch after its admissions."""
+    reserve: int
+    """Pages its admissions commit (their reservations)."""
+    queued: bool
+    """Whether a request still waits after its admissions."""
+    free_pages: int
+    """The free count it reports."""
+    held: int
+    """Pages held at its end, by the fast path's count."""
+
+
+LogPredicate = Callable[[Monitor], bool]
+LinePredicate = Callable[[Monitor, SteadyLine], bool]
+
+
+def any_log(monitor: Monitor) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Steady:
+    """When a steady line may go without a check (the fast path's only say in it)."""
+
+    log: LogPredicate = any_log
+    """Whether the lines of the log this monitor checks may skip the check at all."""
+    line: LinePredicate | None = None
+    """Whether a steady line may skip it; ``None``: every steady line may, its shape excluding
+    what the check looks for."""
+    counted: str = ""
+    """What of the check the fast path's own counts carry instead (lazy tokens, deferred page
+    holders), to be moved into predicates; empty when the predicates say everything."""
+
+
 @dataclass(frozen=True)
 class Check(Generic[Subject]):
     """One registered check: the ids it may report, and where it runs."""
@@ -75,6 +128,8 @@ class Check(Generic[Subject]):
     """Its step within an iteration; ``None`` for an end-of-run check."""
     ids: tuple[str, ...]
     run: Callable[[Monitor, Subject], Finding | None]
+    steady: Steady | None = None
+    """When the fast path may skip it (per-iteration checks); ``None`` for an end-of-run check."""
 
 
 ITERATION_CHECKS: dict[Step, list[Check[IterationEvent]]] = {step: [] for step in STEPS}
@@ -84,13 +139,15 @@ IterationFn = Callable[[Monitor, IterationEvent], "Finding | None"]
 EndFn = Callable[[Monitor, RunEnd], "Finding | None"]
 
 
-def per_iteration(step: Step, *ids: str) -> Callable[[IterationFn], IterationFn]:
-    """Register a check run in every iteration, at ``step``, that may report ``ids``."""
+def per_iteration(step: Step, *ids: str, steady: Steady) -> Callable[[IterationFn], IterationFn]:
+    """Register a check run in every iteration, at ``step``, that may report ``ids``, and when a
+    steady line may skip it (``steady``)."""
     if step not in ITERATION_CHECKS:
         raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
 
     def register(function: IterationFn) -> IterationFn:
-        ITERATION_CHECKS[step].append(Check(_name(function, ids), step, ids, function))
+        check = Check(_name(function, ids), step, ids, function, steady)
+        ITERATION_CHECKS[step].append(check)
         return function
 
     return register

@@ -1,0 +1,222 @@
+"""The monitor's checklist, second half: the page tables, what the batch leaves unused,
+completion and freeing, and the run's end (:mod:`.checklist` has the schedule and the step; the
+same conventions hold).
+"""
+
+from __future__ import annotations
+
+from kvsched.checks.monitor.findings import Finding, request_list
+from kvsched.checks.monitor.registry import (
+    Monitor,
+    RunEnd,
+    Steady,
+    SteadyLine,
+    at_end,
+    per_iteration,
+)
+from kvsched.spec.events import IterationEvent
+
+
+# 3.3 Page growth ------------------------------------------------------------------------------
+# A version-2 event shows every table the operations built.
+@per_iteration("pages", "PAGE-3", steady=Steady())
+def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A request of the batch whose table the event leaves out holds nothing by its report:
+    its pages left it unfreed. Checked after the step, so that a request dropped from the
+    batch altogether is reported as lost (REQ-2) first."""
+    tables, pages, active = event.page_tables, monitor.pages, monitor.requests.active
+    if tables.keys() >= active.keys():  # every table shown, as most events show them
+        return None
+    for rid in active:
+        if rid not in tables and (held := pages.tables.get(rid)):
+            return pages.lose(event.iteration, rid, held)
+    return None
+
+
+def _no_prefix_sharing(monitor: Monitor) -> bool:
+    return not monitor.properties.prefix_sharing
+
+
+@per_iteration("pages", "PAGE-6", steady=Steady(log=_no_prefix_sharing))
+def cache_hits_read_their_own_prefix(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.prefix.check(event.iteration, event)
+
+
+def _minimal_pages(monitor: Monitor) -> bool:
+    return not monitor.properties.reserve_ahead
+
+
+@per_iteration(
+    "pages",
+    "PAGE-1",
+    steady=Steady(
+        log=_minimal_pages,
+        counted="each lazy request named at its next page boundary (steady.py, _steady)",
+    ),
+)
+def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """Every active request's pages hold its KV, minimally or within its reservation."""
+    requests, pages = monitor.requests, monitor.pages
+    if monitor.properties.reserve_ahead:
+        for rid in requests.active:
+            most = requests.reservation(rid)
+            finding = pages.coverage(event.iteration, rid, requests.kv[rid], most)
+            if finding:
+                return finding
+        return None
+    # Minimal pages, tested inline over the batch; coverage() words a request that fails.
+    tables, kv, size = pages.tables, requests.kv, pages.page_size
+    for rid in requests.active:
+        if len(tables.get(rid, ())) != -(-kv[rid] // size):
+            return pages.coverage(event.iteration, rid, kv[rid], None)
+    return None
+
+
+# What the batch leaves unused (3.2; eventlog.md 4.6) ------------------------------------------
+def _no_token_budget(monitor: Monitor) -> bool:
+    return monitor.properties.token_budget is None
+
+
+@per_iteration("slots", "BATCH-1", steady=Steady(log=_no_token_budget))
+def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.batch.check_budget(event.iteration, monitor.computed)
+
+
+@per_iteration(
+    "slots",
+    "BATCH-5",
+    steady=Steady(counted="a steady line computes whole prompts only (steady_lazy.py, computes)"),
+)
+def chunked_only_as_declared(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.order.check_chunking(event.iteration, event, monitor.computed)
+
+
+def _no_idle_slot(monitor: Monitor, line: SteadyLine) -> bool:
+    """A full batch, or an empty queue, leaves BATCH-3 nothing to judge. Otherwise the full path
+    judges it, also where a declaration excuses the slot (checks/monitor/excuses.py)."""
+    if "BATCH-3" not in monitor.applicable:
+        return True
+    return line.batch >= monitor.limits.batch_limit or not line.queued
+
+
+@per_iteration("slots", "BATCH-3", steady=Steady(line=_no_idle_slot))
+def no_idle_slot_while_the_head_fits(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if not monitor.batch.slot_free():  # a full batch: the queue's head is not even looked up
+        return None
+    head = monitor.order.head(event)
+    return monitor.batch.check_idle_slot(event.iteration, event, monitor.computed, head)
+
+
+def _not_idle(monitor: Monitor, line: SteadyLine) -> bool:
+    return line.batch > 0
+
+
+@per_iteration("slots", "LIVE-2", steady=Steady(line=_not_idle))
+def nothing_stranded_while_idle(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    if monitor.requests.active:  # only an idle batch can strand the queue
+        return None
+    head = monitor.order.head(event)
+    return monitor.liveness.check_stranded(event.iteration, event, head, monitor.computed)
+
+
+# 3.5 Completion and freeing ---------------------------------------------------------------------
+def _fixed_outputs(monitor: Monitor) -> bool:
+    # A fold restart changes a request's output length, which lazy counting reads as fixed.
+    return monitor.properties.restart == "recompute"
+
+
+@per_iteration(
+    "completion",
+    "REQ-2",
+    steady=Steady(
+        log=_fixed_outputs,
+        counted="each lazy request named at its last token (steady.py, _steady)",
+    ),
+)
+def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.requests.finish(event.iteration, event.decoded, event.finished)
+
+
+@per_iteration(
+    "completion",
+    "PAGE-3",
+    steady=Steady(counted="a finished request frees its whole table (steady.py)"),
+)
+def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    # Preemption's frees were the schedule's: 'freed' holds the update's alone.
+    for rid, freed in event.freed.items():
+        why = "finished" if rid in event.finished else "freed"
+        finding = monitor.pages.release(event.iteration, rid, freed, why)
+        if finding:
+            return finding
+    return None
+
+
+@per_iteration(
+    "completion",
+    "PAGE-4",
+    steady=Steady(counted="a finished request frees its whole table (steady.py)"),
+)
+def finished_requests_hold_no_page(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    for rid in event.finished:
+        finding = monitor.pages.drop(event.iteration, rid, "finished")
+        if finding:
+            return finding
+    return None
+
+
+def _free_count_adds_up(monitor: Monitor, line: SteadyLine) -> bool:
+    return line.free_pages == monitor.pages.usable - line.held
+
+
+@per_iteration("completion", "PAGE-3", steady=Steady(line=_free_count_adds_up))
+def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.pages.check_free(event.iteration, event.free_pages)
+
+
+@per_iteration(
+    "completion",
+    "BATCH-4",
+    steady=Steady(counted="the queue kept for the next admissions (steady.py, _apply)"),
+)
+def queue_as_the_target_reports_it(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """Keep the target's queue for the next iteration's admissions (no finding of its own)."""
+    monitor.order.after(event)
+    return None
+
+
+# End of the run ---------------------------------------------------------------------------------
+@at_end("PROTO-1")
+def the_target_kept_answering(monitor: Monitor, end: RunEnd) -> Finding | None:
+    """The run stopped because the target raised or answered outside the protocol."""
+    fault = end.fault
+    if fault is None:
+        return None
+    return Finding("PROTO-1", fault.iteration, f"{fault.call}() failed: {fault.message}")
+
+
+@at_end("REQ-2", "LIVE-1")
+def every_request_finished(monitor: Monitor, end: RunEnd) -> Finding | None:
+    """Lost if the run drained without it (REQ-2), starved if the run stopped first (LIVE-1).
+
+    No page is held once every request finished: each request's release was checked in its
+    finishing iteration (PAGE-4), so a drained run that got here holds none.
+    """
+    unfinished = monitor.requests.unfinished()
+    if not unfinished:
+        return None
+    if end.drained:
+        return Finding(
+            "REQ-2",
+            0,
+            f"the run drained but {request_list(unfinished)} never finished: lost",
+            requests=tuple(unfinished),
+        )
+    return Finding(
+        "LIVE-1",
+        0,
+        f"the run stopped after iteration {monitor.iteration} without finishing "
+        f"{request_list(unfinished)}; every correct scheduler drains this workload by "
+        f"iteration {monitor.requests.bound}",
+        requests=tuple(unfinished),
+    )
