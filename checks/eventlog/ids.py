@@ -27,7 +27,7 @@ import msgspec
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.eventlog.source import validation_message
 from kvsched.checks.eventlog.version1 import Ids
-from kvsched.checks.eventlog.version2 import DECODER, IterationLine
+from kvsched.checks.eventlog.version2 import BARE_KEYS, DECODER, IterationLine
 
 _IDS = msgspec.json.Decoder(Ids)
 _ENCODER = msgspec.json.Encoder()
@@ -58,7 +58,7 @@ def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
         return None
     # IterationLine.keys() for a line without its queue, inlined: this runs on every line.
     tables = read.tables
-    if head.count(b":") != (4 if tables is None else 5 + len(tables)):
+    if head.count(b":") != (BARE_KEYS if tables is None else BARE_KEYS + 1 + len(tables)):
         return None
     return read, line[at + len(_QUEUE_KEY) - 1 : -1]
 

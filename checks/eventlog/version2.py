@@ -113,8 +113,13 @@ class IterationLine(
     def keys(self) -> int:
         """How many keys this line's JSON holds, ``tables``' included, if none repeats
         (:func:`~.ids.split_queue` has it inlined)."""
-        keys = 5 if self.waiting else 4
+        keys = BARE_KEYS + 1 if self.waiting else BARE_KEYS
         return keys if self.tables is None else keys + 1 + len(self.tables)
+
+
+BARE_KEYS = 1 + sum(field.required for field in msgspec.structs.fields(IterationLine))
+"""The keys of an iteration line with neither a queue nor tables, read off the struct: its tag
+and each field it requires."""
 
 
 class RequestLine(msgspec.Struct, tag="request", tag_field="type", forbid_unknown_fields=True):
