@@ -156,7 +156,13 @@ def test_events_past_the_bound_are_live_1() -> None:
     # Admitted, but never computing: nothing is stranded in the queue (LIVE-2 does not apply),
     # yet the run does not drain by the bound.
     dawdles = TargetProperties(preemption=True, admission="lazy")
-    first = replace(run(W, NeverAdmits).events[0], admitted=("a",), active=("a",), computed={})
+    first = replace(
+        run(W, NeverAdmits).events[0],
+        admitted=("a",),
+        active=("a",),
+        computed={},
+        waiting=("b",),  # c arrives at time 1: it waits from iteration 2
+    )
     later = replace(first, arrived=(), admitted=(), waiting=("b", "c"))
     events = [first, *(replace(later, iteration=n) for n in range(2, iteration_bound(W) + 2))]
     finding = monitor_run(Run(W, "", relowered(events)), dawdles)

@@ -95,8 +95,9 @@ REORDERED_MISSED = (
     "the target's queue (4.6), so a swap passes unless the next admissions go against it"
 )
 DROPPED_MISSED = (
-    "a request left out of the reported waiting queue (arrived, neither in the batch nor "
-    "finished) passes unless the next admissions go against the queue"
+    "a queue emptied by the request left out reads as a log that leaves the field out, which "
+    "passes unless the next admissions go against the queue (a queue left with others in it is "
+    "REQ-2 at once)"
 )
 QUEUE_LATER = "a queue is judged where admissions follow it: BATCH-4 at the next admissions (4.6)"
 PLANTINGS = (
@@ -134,7 +135,7 @@ PLANTINGS = (
         "queue",
         "dropped",
         drop_from_queue,
-        QUEUE,
+        _ids("REQ-2", "BATCH-4", "BATCH-3"),
         missed={1: DROPPED_MISSED, 2: DROPPED_MISSED},
         later=QUEUE_LATER,
     ),

@@ -78,6 +78,15 @@ def idle_first(rows: Rows) -> Rows:
     return rows
 
 
+def queue_short(rows: Rows) -> Rows:
+    """A reported queue of two or more that leaves its last request out."""
+    for line in iterations(rows):
+        if len(line.get("waiting", [])) >= 2:
+            line["waiting"].pop()
+            return rows
+    raise AssertionError("no line reports a queue of two")
+
+
 def as_static(rows: Rows) -> Rows:
     """The same log declaring static batching, under which BATCH-3 (a continuous batcher's idle
     slot) does not apply: an idle batch is then LIVE-2's alone."""
@@ -114,6 +123,7 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_admits_within_the_limits": lambda: header_limits(clean_rows(), batch_limit=2),
     "_not_idle": lambda: as_static(idle_first(clean_rows())),
     "_within_the_bound": lambda: undeclared_chunks(),
+    "_queue_adds_up": lambda: queue_short(clean_rows()),
 }
 """Each line predicate's case: a log that breaks its check on a line otherwise steady."""
 

@@ -170,6 +170,8 @@ class SteadyDecode:
             bool(waiting) or len(requests.queue) > len(joining),
             line.free_pages,
             self.pages.held() + len(fresh) - freed,
+            len(waiting),
+            len(requests.queue) - len(joining),
         )
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):

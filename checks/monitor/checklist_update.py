@@ -174,6 +174,41 @@ def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | Non
     return monitor.pages.check_free(event.iteration, event.free_pages)
 
 
+def _queue_adds_up(monitor: Monitor, line: SteadyLine) -> bool:
+    return not line.reported or line.reported == line.waiting
+
+
+@per_iteration("completion", "REQ-2", steady=Steady(line=_queue_adds_up))
+def the_queue_holds_every_waiting_request(
+    monitor: Monitor, event: IterationEvent
+) -> Finding | None:
+    """A queue the target reports holds each request that arrived and is neither in the batch
+    nor finished, once (its size is compared; its members only when that differs). An empty
+    one says nothing: a log may leave the field out."""
+    reported, queue = event.waiting, monitor.requests.queue
+    if not reported or len(reported) == len(queue):
+        return None
+    n, listed = event.iteration, set(reported)
+    lost = [rid for rid in queue if rid not in listed]
+    if lost:
+        return Finding(
+            "REQ-2",
+            n,
+            f"{request_list(lost)} arrived and neither ran nor finished, but the queue the "
+            f"target reported after iteration {n} leaves them out: lost",
+            requests=tuple(lost),
+        )
+    extra = [rid for rid in listed if rid not in queue] or sorted(listed)
+    return Finding(
+        "REQ-2",
+        n,
+        f"the queue the target reported after iteration {n} lists {len(reported)} requests "
+        f"for the {len(queue)} that wait ({request_list(extra[:5])} not waiting, or listed "
+        "twice)",
+        requests=tuple(extra[:5]),
+    )
+
+
 @per_iteration(
     "completion",
     "BATCH-4",

@@ -95,6 +95,10 @@ class SteadyLine(NamedTuple):
     """The free count it reports."""
     held: int
     """Pages held at its end, by the fast path's count."""
+    reported: int
+    """Requests in the queue it reports (0: none reported)."""
+    waiting: int
+    """Requests waiting after it, by the ledger: arrived, neither in the batch nor finished."""
 
 
 LogPredicate = Callable[[Monitor], bool]

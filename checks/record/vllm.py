@@ -120,7 +120,7 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             scheduler.add_request(_vllm_request(vllm, request, hasher, float(next_arrival), stops))
             next_arrival += 1
         running = [r.request_id for r in scheduler.running]
-        queue = {r.request_id: i for i, r in enumerate(scheduler.waiting)}
+        queue = {rid: i for i, rid in enumerate(_waiting(scheduler))}
         before = {rid: _blocks(manager, rid) for rid in running}
         output = scheduler.schedule()
         ops: list[Operation] = []
@@ -165,8 +165,15 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
         ops += [Finish(rid) for rid in done]
         ops += [Free(rid, tables[rid]) for rid in done if tables[rid]]
         finished += len(done)
-        waiting = tuple(r.request_id for r in scheduler.waiting)
+        waiting = _waiting(scheduler)
         writer.iteration(ops, scheduler.kv_cache_manager.block_pool.get_num_free_blocks(), waiting)
+
+
+def _waiting(scheduler: Any) -> tuple[str, ...]:
+    """vLLM's queue in the order it admits from: the waiting requests that hold KV blocks
+    (``kv_holding_waiting``, drained first, where this vLLM keeps one), then the rest."""
+    holding = getattr(scheduler, "kv_holding_waiting", ())
+    return tuple(r.request_id for queue in (holding, scheduler.waiting) for r in queue)
 
 
 def _token(request: Any, end: EarlyEnd | None) -> int:
