@@ -42,6 +42,31 @@ def declared_features_are_reported(monitor: Monitor, event: IterationEvent) -> F
     )
 
 
+# 3.1 Arrival ----------------------------------------------------------------------------------
+# A version-2 line names an arrival only by an 'arrive' operation, which a steady line has not.
+@per_iteration("bound", "REQ-1", steady=Steady())
+def arrivals_are_new(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """A request the event says arrived arrives now: by its time (3.1) or by an 'arrive'
+    operation of the schedule, which that check judges. One that was already waiting, running
+    or done arrived twice."""
+    if not event.arrived:
+        return None
+    timed = monitor.arrivals
+    for rid in event.arrived:
+        if rid in timed or any(op.kind == "arrive" and op.request == rid for op in event.schedule):
+            continue
+        state, n = monitor.requests.state.get(rid), event.iteration
+        if state is not None:
+            why = f"it is already {state}: a request arrives once"
+        elif rid in monitor.requests.requests:
+            why = "its arrival time has not come (3.1)"
+        else:
+            why = "it is not a request of the workload"
+        message = f"request {rid!r} is reported arriving in iteration {n}, but {why}"
+        return Finding("REQ-1", n, message, requests=(rid,))
+    return None
+
+
 # 3.6 The iteration bound ---------------------------------------------------------------------
 def _within_the_bound(monitor: Monitor, line: SteadyLine) -> bool:
     # Not implied by the steady lines' tokens: lines before them may have spent the bound (an
