@@ -33,6 +33,7 @@ else:  # a build requirement on 3.10 (pyproject.toml)
 ROOT = Path(__file__).resolve().parent
 COMPILED = (
     "checks/eventlog/ids.py",
+    "checks/eventlog/lowering.py",
     "checks/eventlog/source.py",
     "checks/eventlog/steady.py",
     "checks/eventlog/steady_lazy.py",
@@ -51,6 +52,7 @@ COMPILED = (
     "checks/monitor/runtime.py",
     "checks/monitor/schedule.py",
     "checks/monitor/tokens.py",
+    "reference/efficiency.py",
     "reference/progress.py",
 )
 """The modules compiled, as paths in the repository."""

@@ -7,7 +7,6 @@ kept in order. In a count-only log it hands out stand-in page ids as a correct p
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 
 from kvsched.checks.eventlog.ids import decode_ids, ids_error
@@ -41,6 +40,7 @@ class Lowering:
     """The state a version-2 log's deltas build on: the batch and every live page table."""
 
     def __init__(self, workload: Workload, properties: TargetProperties, pages: PageMode) -> None:
+        self.made = (workload, properties, pages)
         self.counts = pages == "counts"
         self.tables: dict[str, tuple[int, ...]] = {}
         self.batch: dict[str, None] = {}
@@ -53,7 +53,8 @@ class Lowering:
     def at(self, tables: dict[str, tuple[int, ...]], batch: tuple[str, ...]) -> Lowering:
         """A lowering of this log whose live tables and batch are ``tables`` and ``batch``: to
         lower again a line that was taken in without its event (a log of page ids only)."""
-        other = copy.copy(self)
+        other = Lowering(*self.made)  # a compiled class cannot be copied
+        other.standins, other.beyond = self.standins, self.beyond
         other.tables, other.batch = dict(tables), dict.fromkeys(batch)
         return other
 

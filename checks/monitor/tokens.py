@@ -58,7 +58,7 @@ def check_tokens(
         if finding is not None:
             return finding
     kv, generated = ledger.kv, ledger.generated
-    if not cached and not ledger.moved and _all_hold(ledger, tokens, computed):
+    if not cached and _all_hold(ledger, tokens, computed):
         for rid, amount in computed.items():
             kv[rid] += amount
         generated.update(decoded)
@@ -90,14 +90,16 @@ def check_tokens(
 
 
 def _all_hold(ledger: RequestLedger, tokens: Collection[str], computed: Mapping[str, int]) -> bool:
-    """Whether DEC-3 and DEC-1 hold for an iteration with no prefix hit and no fold restart, in
-    one pass that moves no count: most iterations, which then need neither the passes that word
-    a finding nor their order. Each request that decoded must have computed (DEC-3); DEC-1
-    counts the token it just produced into what exists."""
-    kv, prompts, generated = ledger.kv, ledger.prompts, ledger.generated
+    """Whether DEC-3 and DEC-1 hold for an iteration with no prefix hit, in one pass that moves
+    no count: most iterations, which then need neither the passes that word a finding nor their
+    order. Each request that decoded must have computed (DEC-3); DEC-1 counts the token it just
+    produced into what exists (:meth:`RequestLedger.known`, inlined)."""
+    kv, prompts, generated, moved = ledger.kv, ledger.prompts, ledger.generated, ledger.moved
     decoding = 0
     for rid, amount in computed.items():
         have, known = kv[rid] + amount, prompts[rid] + generated[rid]
+        if moved:
+            known -= moved.get(rid, 0)
         if rid in tokens:
             if not amount or have < known:  # DEC-3
                 return False
