@@ -124,7 +124,9 @@ def fixed_order(
             pairs = zip(base, now, strict=False)
             kept = next((i for i, (a, b) in enumerate(pairs) if a != b), len(now))
             ops.append(Op("lose", rid, base[kept:]))
-        gained[rid] = new = now[kept:]
+        new = now[kept:]
+        if new:
+            gained[rid] = new
         for by_reference, pages in _runs(new, set(shared.get(rid, ()))):
             ops.append(Op("share" if by_reference else "alloc", rid, pages))
     return tuple(ops), gained

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -75,21 +74,18 @@ def test_distinct_pages_counted_by_changes_agree_with_a_whole_count(seed: int) -
     assert not held.holders and not held.tables
 
 
-class _Whole(DistinctPages):
-    def count(self, tables: Mapping[str, tuple[int, ...]]) -> int:
-        return _distinct(dict(tables))
-
-
 @pytest.mark.parametrize("config", ["vllm-v1", "nano", "static"])
-def test_the_figures_are_the_same_with_pages_counted_whole(config: str) -> None:
+def test_the_pages_counted_by_changes_are_those_counted_whole(config: str) -> None:
     # Tight pools and shared prefixes: whether the head fits turns on the distinct pages held.
+    # Counted where the meter counts them (a free slot and a queue); the meter is compiled, so
+    # its counter cannot be swapped for one that counts whole.
     workload = generate("poisson-long-tight", 150, 2)
     design = CONFIGS[config]
     events = run(workload, EngineScheduler.configured(design), properties=design.properties())
-    by_changes, whole = Meter(workload, design.properties()), Meter(workload, design.properties())
-    whole.held = _Whole()
+    meter, held, counted = Meter(workload, design.properties()), DistinctPages(), 0
     for event in events.events:
-        by_changes.observe(event)
-        whole.observe(event)
-    assert by_changes.figures() == whole.figures()
-    assert whole.figures().idle_slot_iterations > 0
+        meter.observe(event)
+        if len(event.active) < workload.limits.batch_limit and event.waiting:
+            assert held.count(event.page_tables) == _distinct(dict(event.page_tables))
+            counted += 1
+    assert counted and meter.figures().idle_slot_iterations > 0

@@ -2,11 +2,14 @@
 
 A check is a function of the monitor and one iteration's event (or of the run's end) that returns
 the first :class:`~.findings.Finding` it sees, or ``None``. It registers with a decorator naming
-the step of the iteration it belongs to (:data:`kvsched.spec.vocabulary.STEPS`) and every id it
-may report::
+the step of the iteration it belongs to (:data:`kvsched.spec.vocabulary.STEPS`), every id it
+may report, and when a steady line may skip it::
 
-    @per_iteration("admission", "BATCH-1")
-    def slots_within_the_batch_limit(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    def _no_idle_slot(monitor: Monitor, line: SteadyLine) -> bool:
+        return line.batch >= monitor.limits.batch_limit or not line.queued
+
+    @per_iteration("slots", "BATCH-3", steady=Steady(line=_no_idle_slot))
+    def no_idle_slot_while_the_head_fits(monitor: Monitor, event: IterationEvent) -> ...:
         ...
 
 The monitor (:mod:`.runtime`) runs the steps in the spec's order and, within a step, the checks in
@@ -18,7 +21,7 @@ Every per-iteration check also says, with its :class:`Steady`, when the event-lo
 path (checks/eventlog/steady.py) may take a line in without running it: for which logs at all,
 and on which steady lines, as predicates beside the check. The fast path decides from those alone
 whether a check would have work on a line; a check it has no predicate for is one whose work its
-lazy counts carry (``counted``), which the registry names, so that what is still owed is seen.
+lazy counts carry (``counted`` says which), so that what is still owed to the predicates is seen.
 """
 
 from __future__ import annotations
