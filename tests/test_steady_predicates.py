@@ -87,6 +87,12 @@ def queue_short(rows: Rows) -> Rows:
     raise AssertionError("no line reports a queue of two")
 
 
+def budget_of(tokens: int, rows: Rows) -> Rows:
+    """The same log declaring a token budget its batch of three decodes overruns (BATCH-1)."""
+    rows[0]["target"]["token_budget"] = tokens
+    return rows
+
+
 def as_static(rows: Rows) -> Rows:
     """The same log declaring static batching, under which BATCH-3 (a continuous batcher's idle
     slot) does not apply: an idle batch is then LIVE-2's alone."""
@@ -124,6 +130,7 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_not_idle": lambda: as_static(idle_first(clean_rows())),
     "_within_the_bound": lambda: undeclared_chunks(),
     "_queue_adds_up": lambda: queue_short(clean_rows()),
+    "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
 }
 """Each line predicate's case: a log that breaks its check on a line otherwise steady."""
 

@@ -2,10 +2,10 @@
 
 Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose declarations every check
 lets the fast path take lines of (each check's ``Steady.log``, checks/monitor/checklist*.py: no
-reserve-ahead allocation, no prefix sharing, no token budget, no fold restart and an admission
-order of fcfs or none), up to its first finding. Which of its steady lines a check has work on is
-the check's own predicate (``Steady.line``): the batch's limits, the order of admissions, an idle
-slot, the bound and the free count are judged there, never here. Within that scope
+reserve-ahead allocation, no prefix sharing, no fold restart and an admission order of fcfs or
+none), up to its first finding. Which of its steady lines a check has work on is the check's own
+predicate (``Steady.line``): the batch's limits, the token budget, the order of admissions, an idle
+slot, the bound, the queue and the free count are judged there, never here. Within that scope
 :class:`SteadyDecode` takes in a line whose schedule only admits and allocates fresh pages, whose
 step decodes every request of the batch except those it computes a whole prompt for (``compute``
 then ``token``), and whose update only finishes requests and frees their whole tables, provided it
@@ -172,6 +172,7 @@ class SteadyDecode:
             self.pages.held() + len(fresh) - freed,
             len(waiting),
             len(requests.queue) - len(joining),
+            len(decoding) + sum(computes.values()),
         )
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):

@@ -73,11 +73,12 @@ def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | Non
 
 
 # What the batch leaves unused (3.2; eventlog.md 4.6) ------------------------------------------
-def _no_token_budget(monitor: Monitor) -> bool:
-    return monitor.properties.token_budget is None
+def _within_the_token_budget(monitor: Monitor, line: SteadyLine) -> bool:
+    budget = monitor.properties.token_budget
+    return budget is None or line.computed <= budget
 
 
-@per_iteration("slots", "BATCH-1", steady=Steady(log=_no_token_budget))
+@per_iteration("slots", "BATCH-1", steady=Steady(line=_within_the_token_budget))
 def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.batch.check_budget(event.iteration, monitor.computed)
 

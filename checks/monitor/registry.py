@@ -102,6 +102,8 @@ class SteadyLine(NamedTuple):
     """Requests in the queue it reports (0: none reported)."""
     waiting: int
     """Requests waiting after it, by the ledger: arrived, neither in the batch nor finished."""
+    computed: int
+    """Tokens it computes: one per decode, and each whole prompt computed."""
 
 
 LogPredicate = Callable[[Monitor], bool]
