@@ -1,26 +1,21 @@
 """Steady decoding taken in without an event: the event-log checker's fast path.
 
 Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose declarations every check
-lets the fast path take lines of (each check's ``Steady.log``, checks/monitor/checklist*.py: no
-reserve-ahead allocation, no prefix sharing, no fold restart and an admission order of fcfs or
-none), up to its first finding. Which of its steady lines a check has work on is the check's own
-predicate (``Steady.line``): the batch's limits, the token budget, the order of admissions, an idle
-slot, the bound, the queue and the free count are judged there, never here. Within that scope
-:class:`SteadyDecode` takes in a line whose schedule only admits and allocates fresh pages, whose
-step decodes every request of the batch except those it computes a whole prompt for (``compute``
-then ``token``), and whose update only finishes requests and frees their whole tables, provided it
-can show that the line breaks no invariant; each rule costs O(1) per request the line names. It
-declines every other line: it brings every count up to date first, and the full path (the reader's
-lowering, the monitor and the efficiency meter, which check every line of every log) judges the
-line. It never reports a finding itself, so the findings are the full path's by construction;
-tests/test_steady.py runs both paths over clean and broken logs and compares findings and figures.
+admits (each check's ``Steady.log``, checks/monitor/checklist*.py), up to its first finding. On
+each line, every check's own predicate (``Steady.line``) says whether it has work there: the
+limits, the budget, the order, an idle slot, the bound, the queue and the free count are judged
+there, never here. :class:`SteadyDecode` takes in a line whose schedule only admits and
+allocates fresh pages, whose step decodes the batch or computes whole prompts with their token,
+and whose update only finishes requests and frees their tables. It declines every other line,
+bringing every count up to date first for the full path (the lowering, the monitor and the
+meter). It never reports a finding, so the findings are the full path's by construction;
+tests/test_steady.py and tests/test_planted_logs.py compare the two paths.
 
-Laziness: a request that decodes in every line taken in is counted lazily
-(:mod:`.steady_lazy`): its steps are counted into the ledgers only when a line is declined (a
-request that finishes first is forgotten by every ledger, its steps never counted). A line on
-which a request falls due (its next page boundary, or its last token) without being named is
-declined; a line that names it checks it with its counts as of that line. Who holds which page
-is told to the monitor's page ledger only when a line is declined, too (:mod:`.steady_pages`).
+Laziness: a request that decodes in every line taken in is counted lazily (:mod:`.steady_lazy`):
+its steps reach the ledgers only when a line is declined (one that finishes first is forgotten
+uncounted). A line on which a request falls due (its next page boundary, or its last token)
+must name it, and is checked with its counts as of that line. Who holds which page reaches the
+page ledger only when a line is declined, too (:mod:`.steady_pages`).
 """
 
 from __future__ import annotations
@@ -55,8 +50,7 @@ class SteadyDecode:
             check.steady.line
             for check in iteration_plan()
             if check.steady is not None and check.steady.line is not None
-        )
-        """Each check's say in whether a steady line may go without it (checks/monitor)."""
+        )  # each check's say in whether a steady line may go without it
         self.clock = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, meter, lowering.tables)
