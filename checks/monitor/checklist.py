@@ -51,9 +51,13 @@ def arrivals_are_new(monitor: Monitor, event: IterationEvent) -> Finding | None:
     or done arrived twice."""
     if not event.arrived:
         return None
-    timed = monitor.arrivals
+    timed, by_operation = monitor.arrivals, None
     for rid in event.arrived:
-        if rid in timed or any(op.kind == "arrive" and op.request == rid for op in event.schedule):
+        if rid in timed:
+            continue
+        if by_operation is None:
+            by_operation = {op.request for op in event.schedule if op.kind == "arrive"}
+        if rid in by_operation:
             continue
         state, n = monitor.requests.state.get(rid), event.iteration
         if state is not None:
