@@ -23,7 +23,7 @@ def add_limit_options(parser: Any, command: str) -> None:
     limits = parser.add_argument_group(
         "limits on the target",
         "The target runs in a separate process that kvsched starts, watches and kills; a target "
-        "that breaks a limit gets a PROTO-1 verdict (README, 'Grading untrusted code').",
+        "that breaks a limit gets a PROTO-1 verdict (docs/grading.md).",
     )
     limits.add_argument(
         "--timeout",
