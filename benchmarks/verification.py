@@ -8,7 +8,6 @@ its benchmarks (asv's NotImplementedError) instead of failing the suite.
 from __future__ import annotations
 
 import importlib
-import time
 from types import ModuleType
 from typing import Any
 
@@ -44,17 +43,6 @@ class Monitor:
 
     def peakmem_monitor(self, policy: str) -> None:
         _expect_clean(self.monitor_run(self.run))
-
-    def track_monitor_overhead(self, policy: str) -> float:
-        """(engine loop + monitor) over engine loop alone; each the best of three."""
-        factory = POLICIES[policy]
-        alone = min(_seconds(lambda: run(self.workload, factory)) for _ in range(3))
-        judged = min(
-            _seconds(lambda: self.monitor_run(run(self.workload, factory))) for _ in range(3)
-        )
-        return judged / alone
-
-    track_monitor_overhead.unit = "ratio"  # type: ignore[attr-defined]
 
 
 class HypothesisSearch:
@@ -125,9 +113,3 @@ def _expect_proved(answers: list[Any]) -> None:
     failed = [answer for answer in answers if answer.verdict != "proved"]
     if failed:
         raise RuntimeError(f"{len(failed)} obligations not proved: {failed[0]}")
-
-
-def _seconds(job: Any) -> float:
-    start = time.perf_counter()
-    job()
-    return time.perf_counter() - start

@@ -150,7 +150,6 @@ class SchedulerDriver:
         for request_id in reversed(batch.preempted):  # each preempted one to the queue's head
             if request_id in self.members:
                 self.members.remove(request_id)
-            self.tables.pop(request_id, None)
             self.requeued.insert(0, request_id)
         for request_id in batch.admitted:
             if request_id not in self.members:
@@ -201,14 +200,10 @@ class SchedulerDriver:
             preempted=tuple(batch.preempted),
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
-        self.tables = dict(page_tables)
-        for rid, pages in outcome.freed.items():
-            gone = set(pages)
-            self.tables[rid] = tuple(p for p in self.tables.get(rid, ()) if p not in gone)
+        self.tables = event.tables_after()
         for request_id in outcome.finished:
             if request_id in self.members:
                 self.members.remove(request_id)
-            self.tables.pop(request_id, None)
         return event
 
     def _waiting(self, batch: ScheduledBatch) -> Sequence[str]:

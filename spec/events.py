@@ -84,6 +84,18 @@ class IterationEvent:
         schedule saw; or a log in error."""
         return bool(self.finished) and not set(self.finished).issubset(self.active)
 
+    def tables_after(self) -> dict[str, tuple[int, ...]]:
+        """Every table as the iteration ended, after its frees and without its finished
+        requests: what the next iteration's tables grow from (:func:`fixed_order`)."""
+        tables = dict(self.page_tables)
+        for rid, pages in self.freed.items():
+            if rid in tables:
+                gone = set(pages)
+                tables[rid] = tuple(p for p in tables[rid] if p not in gone)
+        for rid in self.finished:
+            tables.pop(rid, None)
+        return tables
+
     @property
     def pages_in_use(self) -> int:
         """Distinct physical pages held while this iteration decoded."""

@@ -27,9 +27,5 @@ def relowered(events: Iterable[IterationEvent]) -> tuple[IterationEvent, ...]:
         )
         freed = {rid: pages for rid, pages in event.freed.items() if rid not in released}
         lowered.append(replace(event, schedule=schedule, allocated=gained, freed=freed))
-        before = {}
-        for rid, table in event.page_tables.items():
-            gone = set(event.freed.get(rid, ()))
-            if rid not in event.finished:
-                before[rid] = tuple(p for p in table if p not in gone)
+        before = lowered[-1].tables_after()
     return tuple(lowered)

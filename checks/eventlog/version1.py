@@ -115,13 +115,7 @@ class Version1Lowering:
             line.shared,
             preempted,
         )
-        tables = self.tables = dict(line.page_tables)
-        for rid, pages in event.freed.items():
-            if rid in tables:
-                gone = set(pages)
-                tables[rid] = tuple(p for p in tables[rid] if p not in gone)
-        for rid in line.finished:
-            tables.pop(rid, None)
+        self.tables = event.tables_after()
         return event
 
 

@@ -36,7 +36,7 @@ a little with what the same process asked Z3 before it, which the headroom absor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -62,17 +62,8 @@ class Budgets:
         if not factor > 0:
             raise ValueError(f"a budget scale must be > 0, got {factor}")
 
-        def times(units: int) -> int:
-            return max(1, round(units * factor))
-
-        return Budgets(
-            times(self.lemma),
-            times(self.induction),
-            times(self.bmc),
-            times(self.engine_induction),
-            times(self.engine_search),
-            times(self.teaching),
-        )
+        scaled = {f.name: max(1, round(getattr(self, f.name) * factor)) for f in fields(self)}
+        return Budgets(**scaled)
 
 
 DEFAULT = Budgets()
