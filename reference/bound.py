@@ -10,7 +10,7 @@ run at this bound. The monitor judges LIVE-1 by its own count (checks/monitor/re
 every preemption earns, so it is never below this one: it must also read logs whose fast-path
 lines make no events for a bound to learn from.
 
-Only a preemption after progress earns its recompute (:mod:`.progress`, the rule LIVE-3 judges
+Only a preemption after progress earns its recompute (:mod:`.record`, the rule LIVE-3 judges
 by): progress is finite (every output token once, every request's KV up to its length), so the
 bound is too, and a target that preempts and re-admits forever cannot keep the run going.
 """
@@ -21,8 +21,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload
 
-from .progress import Progress
-from .restarts import Restarts
+from .record import Records
 
 
 class RunBound:
@@ -34,10 +33,9 @@ class RunBound:
         self.value = max((r.arrival for r in requests), default=0) + sum(
             r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
         )
-        self._restarts = Restarts(self.properties)
+        self._records = Records(self.properties)
         for request in requests:
-            self._restarts.arrive(request.id, request.prompt_tokens)
-        self._progress = Progress()
+            self._records.declare(request)
 
     def chunks(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's: the
@@ -48,15 +46,15 @@ class RunBound:
         """Grow the bound by the recompute each of ``event``'s preemptions makes necessary."""
         if event.computed is None:
             return
-        restarts = self._restarts
-        recompute = {rid: restarts.preempt(rid) for rid in event.preempted}
+        records = self._records
+        records.begin()
+        recompute = {rid: records.preempt(rid) for rid in event.preempted}
         for rid in event.admitted:
-            restarts.admit(rid)
-        restarts.step(event.computed, event.cached, event.decoded)
-        self._progress.count(len(event.decoded), event.computed, restarts.kv)
+            records.admit(rid)
+        records.count(event.computed, event.cached, event.decoded)
         earned = False
         for rid, (lost, moved) in recompute.items():
-            if not self._progress.preempted_again(rid):
+            if not records.preempted_again(rid):
                 self.value += self.chunks(lost) + moved
                 earned = True
         if earned and not any(event.computed.values()):
@@ -64,4 +62,4 @@ class RunBound:
             # can compute nothing at all: every other allowance assumes it computes something.
             self.value += 1
         for rid in event.finished:
-            restarts.finish(rid)
+            records.finish(rid)

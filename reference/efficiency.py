@@ -24,6 +24,8 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Request, Workload, pages_for
 
+from .record import Records, lesson_computed
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -60,80 +62,80 @@ def measure(
 
 
 class Meter:
-    """The figures so far, one event at a time; its per-request counts are public so that a
-    reader that skips steady iterations can keep them as :meth:`observe` would."""
+    """The figures so far, one event at a time, read off the requests' records
+    (:mod:`.record`): its own, or those of the monitor that judges the same events first."""
 
-    def __init__(self, workload: Workload, properties: TargetProperties | None = None) -> None:
+    def __init__(
+        self,
+        workload: Workload,
+        properties: TargetProperties | None = None,
+        records: Records | None = None,
+    ) -> None:
         self.declared = properties or TargetProperties()
         self.limits = workload.limits
         self.usable = self.declared.usable_pages(self.limits)
-        self.requests = {r.id: r for r in workload.requests}
-        self.kv: Counter[str] = Counter()
-        self.most: Counter[str] = Counter()
-        self.generated: Counter[str] = Counter()
-        self.idle = self.unused = self.preemptions = self.recomputed = 0
+        self.counts = records is None
+        """Whether the meter counts each event into its records itself: else their owner has
+        counted the event when the meter observes it."""
+        self.records = Records(self.declared) if records is None else records
+        if self.counts:
+            for request in workload.requests:
+                self.records.declare(request)
+        self.idle = self.unused = self.preemptions = 0
         self.held = DistinctPages()
 
     def declare(self, request: Request) -> None:
         """A request declared after the workload was given (an event log's request line)."""
-        self.requests[request.id] = request
+        if self.counts:
+            self.records.declare(request)
 
     def figures(self) -> Efficiency:
-        return Efficiency(self.idle, self.unused, self.preemptions, self.recomputed)
+        return Efficiency(self.idle, self.unused, self.preemptions, self.records.recomputed)
 
     def observe(self, event: IterationEvent) -> None:
         # Local names and no builtin calls in the loops: this runs over the batch every iteration.
-        page_size, requests = self.limits.page_size, self.requests
-        kv, most, generated = self.kv, self.most, self.generated
+        records, page_size = self.records, self.limits.page_size
+        if self.counts:
+            self._count(event)
         self.preemptions += len(event.preempted)
-        for rid in event.preempted:
-            kv[rid] = 0
-        generated.update(event.decoded)
-        if event.computed is None:
-            for rid in event.active:
-                request = requests.get(rid)  # a finished request is forgotten (the monitor
-                if request is not None:  # says what is wrong with a batch that lists it)
-                    kv[rid] = request.prompt_tokens + generated[rid]
-        else:
-            for rid, amount in event.cached.items():
-                kv[rid] += amount
-            recomputed = 0
-            for rid, amount in event.computed.items():
-                before = kv[rid]  # with this iteration's cache hit
-                kv[rid] = before + amount
-                again = most.get(rid, 0) - before  # EFF-4: below the most it ever held
-                if again > 0:
-                    recomputed += amount if amount < again else again
-            self.recomputed += recomputed
-        unused, tables = 0, event.page_tables
+        unused, tables, get = 0, event.page_tables, records.get
         for rid in event.active:
-            held = kv[rid]
-            if held > most.get(rid, 0):
-                most[rid] = held
-            extra = len(tables.get(rid, ())) + (-held // page_size)  # pages beyond pages_for
+            record = get(rid)  # a finished request is forgotten (the monitor says what is
+            if record is None:  # wrong with a batch that lists it)
+                continue
+            extra = len(tables.get(rid, ())) + (-record.kv // page_size)  # beyond pages_for
             if extra > 0:
                 unused += extra
         self.unused += unused
         # The head the schedule saw is unknown after an abort from the queue (eventlog.md 4.9).
         if not event.finished_outside_the_batch:
-            tables = event.page_tables
             self.count_idle(len(event.active), event.waiting, lambda: self.held.count(tables))
-        for rid in event.finished:
-            self.forget(rid)
+        if self.counts:
+            for rid in event.finished:
+                records.finish(rid)
 
-    def forget(self, rid: str) -> None:
-        """``rid`` finished: the meter keeps nothing of it (its figures are counted in)."""
-        for counts in (self.kv, self.most, self.generated, self.requests):
-            counts.pop(rid, None)
+    def _count(self, event: IterationEvent) -> None:
+        """The event's tokens into the meter's own records, as the monitor counts them."""
+        records = self.records
+        records.begin()
+        for rid in event.preempted:
+            records.preempt(rid)
+        for rid in event.admitted:
+            records.admit(rid)
+        computed = event.computed
+        if computed is None:
+            live = records.live
+            computed = lesson_computed(live, event.active, event.admitted, event.decoded)
+        records.count(computed, event.cached, event.decoded)
 
     def count_idle(self, active: int, waiting: Sequence[str], in_use: Callable[[], int]) -> None:
         """EFF-1 for one iteration: ``active`` requests ran while ``waiting`` waited, and the
         batch's tables held ``in_use()`` distinct pages."""
         free_slots = self.limits.batch_limit - active
         if free_slots > 0 and waiting:
-            head = self.requests.get(waiting[0])
+            head = self.records.live.get(waiting[0])
             free_pages = self.usable - in_use() - self.declared.watermark_pages
-            needed = 0 if head is None else head.prompt_tokens + self.generated[head.id] + 1
+            needed = 0 if head is None else head.request.prompt_tokens + head.generated + 1
             if head is not None and pages_for(needed, self.limits.page_size) <= free_pages:
                 self.idle += min(free_slots, len(waiting))
 

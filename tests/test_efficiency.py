@@ -89,3 +89,31 @@ def test_the_pages_counted_by_changes_are_those_counted_whole(config: str) -> No
             assert held.count(event.page_tables) == _distinct(dict(event.page_tables))
             counted += 1
     assert counted and meter.figures().idle_slot_iterations > 0
+
+
+@pytest.mark.parametrize("config", ["vllm-v1", "nano", "static", "continuous", "lesson-static"])
+def test_the_meter_reads_the_monitors_records_as_it_counts_its_own(config: str) -> None:
+    # One record per request: the meter of a checked run reads the records the monitor moved
+    # (after judging each event), the meter of a bare run counts its own. Preemption, recompute,
+    # prefix hits and chunked prefill (the engines) and the lesson model (the policies) must
+    # come to the same figures either way.
+    from kvsched.checks.monitor.runtime import Monitor
+
+    workload = generate("poisson-long-tight", 120, 3)
+    if config.startswith("lesson-") or config == "continuous":
+        policy = config.removeprefix("lesson-")
+        events, properties = run(workload, POLICIES[policy]).events, None
+    else:
+        design = CONFIGS[config]
+        properties = design.properties()
+        stepped = run(workload, EngineScheduler.configured(design), properties=properties)
+        events, policy = stepped.events, properties.policy
+    monitor = Monitor(workload, policy, properties)
+    shared = Meter(workload, properties, monitor.requests.records)
+    for event in events:
+        assert monitor.observe(event) is None
+        shared.observe(event)
+    alone = measure(workload, events, properties)
+    assert shared.figures() == alone
+    if properties is not None and config != "static":
+        assert alone.preemptions and alone.recomputed_tokens  # the counts the records share

@@ -144,10 +144,11 @@ def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
         meter.observe(event)
         assert monitor.observe(event) is None
     requests = monitor.requests
-    assert requests.drained() and len(requests.state) == 60
-    kept = [requests.requests, requests.prompts, requests.outputs, requests.generated]
-    kept += [requests.kv, monitor.order.position, monitor.prefix.requests]
-    kept += [monitor.liveness.progress.most, meter.kv, meter.most, meter.generated, meter.requests]
+    assert requests.drained() and len(requests.finished) == 60
+    requests.records.begin()  # the next iteration forgets the requests the last one finished
+    meter.records.begin()
+    kept = [requests.live, requests.records.left, requests.cut, monitor.order.position]
+    kept += [monitor.prefix.requests, meter.records.live, meter.records.left]
     assert all(not ledger for ledger in kept), [len(ledger) for ledger in kept]
     again = replace(
         result.events[-1],

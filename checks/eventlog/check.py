@@ -56,7 +56,7 @@ def check_stream(
         accept(header)
     properties = header.properties
     monitor = Monitor(header.workload, properties.policy, properties, all_findings)
-    meter = Meter(header.workload, properties)
+    meter = Meter(header.workload, properties, monitor.requests.records)
     steady = (
         SteadyDecode(monitor, meter, reader.lowering)
         if fast and reader.lowering is not None and in_scope(header, monitor)
@@ -64,15 +64,14 @@ def check_stream(
     )
 
     def declare(request: Request) -> None:
-        monitor.declare(request)
-        meter.declare(request)
+        monitor.declare(request)  # into the records the meter reads too
 
     for event in reader.events(steady.take if steady is not None else None, declare):
         if steady is not None:
             found = steady.observe(event)
         else:
-            meter.observe(event)
             found = monitor.observe(event)
+            meter.observe(event)  # the figures of the counts the monitor has just moved
         if found is not None and not all_findings:
             figures, fast_lines = meter.figures(), _fast(steady)
             excused = monitor.excused()

@@ -53,8 +53,8 @@ class SteadyDecode:
         )  # each check's say in whether a steady line may go without it
         self.clock = 0
         """Lines taken in so far."""
-        self.counts = LazyCounts(monitor, meter, lowering.tables)
-        self.lazy, self.outputs = self.counts.lazy, self.counts.outputs
+        self.counts = LazyCounts(monitor, lowering.tables)
+        self.lazy = self.counts.lazy
         self.pages = DeferredPages(monitor.pages, lowering.tables)
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
@@ -85,7 +85,7 @@ class SteadyDecode:
         self.begun = line.iteration
         requests, lazy = self.requests, self.lazy
         active = requests.active
-        ops = sort_ops(line, requests.state, active, self.ledger)
+        ops = sort_ops(line, requests.live, active, self.ledger)
         if ops is None:
             return None
         allocs, admitted, grown, fresh, raw, computes, finishes, frees = ops
@@ -182,12 +182,7 @@ class SteadyDecode:
         token (REQ-2). Each that decodes on, with the clock it next falls due at; ``None`` if
         one is not steady. Inlined :meth:`LazyCounts.steady_after`: this runs for every page a
         line allocates."""
-        lazy, kv, generated, outputs = (
-            self.lazy,
-            self.requests.kv,
-            self.requests.generated,
-            self.outputs,
-        )
+        lazy, live = self.lazy, self.requests.live
         tables, page_size = self.lowering.tables, self.page_size
         named: dict[str, int] = {}
         for rid in (*grown, *finishes, *joiners) if finishes or joiners else grown:
@@ -198,10 +193,11 @@ class SteadyDecode:
                 since = clock - 1
             step = clock - since
             held = len(tables.get(rid, ())) + grown.get(rid, 0)
-            now = kv[rid] + step
+            record = live[rid]
+            now = record.kv + step
             if held != -(-now // page_size):
                 return None
-            left = outputs[rid] - generated[rid] - step
+            left = record.request.output_tokens - record.generated - step
             if (left == 0) != (rid in finishes):
                 return None
             if left:
@@ -242,20 +238,10 @@ class SteadyDecode:
         lazy = self.lazy
         for rid in joiners:
             lazy[rid] = clock - 1
-        progress = self.monitor.liveness.progress
-        progress.value += 2 * len(decoding) + len(computes)
-        kv, generated, most = requests.kv, requests.generated, progress.most
-        for rid, amount in computes.items():
-            kv[rid] += amount
-            generated[rid] += 1
-            if kv[rid] > most[rid]:
-                progress.value += kv[rid] - most[rid]
-                most[rid] = kv[rid]
-            before_kv = meter.kv[rid]
-            meter.recomputed += max(0, min(amount, meter.most[rid] - before_kv))
-            meter.kv[rid] = before_kv + amount
-            meter.generated[rid] += 1
-            meter.most[rid] = max(meter.most[rid], meter.kv[rid])
+        records = requests.records
+        if computes:  # whole prompts and their tokens: counted as the full path counts them
+            records.count(computes, {}, tuple(computes))
+        records.steady_progress(len(decoding))
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts
         if named:
@@ -270,7 +256,6 @@ class SteadyDecode:
             requests.leave(rid)
             tables.pop(rid, None)
             lowering.batch.pop(rid, None)
-            meter.forget(rid)
             self.pages.give_back(rid, frees.get(rid, ()))
         self.monitor.order.keep(waiting)
         self.last_decode = None if finishes else decoding
@@ -287,7 +272,9 @@ class SteadyDecode:
     def observe(self, event: IterationEvent) -> Finding | None:
         """The full path for a line :meth:`take` declined (or was not offered)."""
         self.flush()
-        self.meter.observe(event)
         if self.begun == event.iteration:
-            return self.monitor.judge(event)
-        return self.monitor.observe(event)
+            found = self.monitor.judge(event)
+        else:
+            found = self.monitor.observe(event)
+        self.meter.observe(event)  # the figures of the counts the monitor has just moved
+        return found

@@ -27,7 +27,8 @@ from kvsched.checks.eventlog.version2 import (
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.registry import iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
-from kvsched.spec.vocabulary import WAITING, RequestStatus
+from kvsched.reference.record import RequestRecord
+from kvsched.spec.vocabulary import WAITING
 
 
 def in_scope(header: LogHeader, monitor: Monitor) -> bool:
@@ -59,7 +60,7 @@ requests finished and the pages each gave back."""
 
 def sort_ops(
     line: IterationLine,
-    state: Mapping[str, RequestStatus],
+    live: Mapping[str, RequestRecord],
     active: Mapping[str, None],
     pages: PageLedger,
 ) -> SortedOps | None:
@@ -91,7 +92,8 @@ def sort_ops(
             phase, decode = 1, op.requests  # type: ignore[union-attr]
         elif kind is Admit:
             rid = op.request  # type: ignore[union-attr]
-            if phase or state.get(rid) != WAITING or rid in admitted:
+            record = live.get(rid)
+            if phase or record is None or record.status != WAITING or rid in admitted:
                 return None
             admitted[rid] = None
         elif kind is Compute:

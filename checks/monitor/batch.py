@@ -120,7 +120,7 @@ class BatchRules:
         if properties.estimate_admission:  # no work conservation promised: left unjudged
             requests.tally.unjudged_slots += 1
             return None
-        history = requests.known(head)
+        history = requests.live[head].known()
         if properties.token_budget is not None and not self._budget_left(computed, history + 1):
             return None
         room = self.pages.usable - properties.watermark_pages

@@ -59,10 +59,10 @@ def arrivals_are_new(monitor: Monitor, event: IterationEvent) -> Finding | None:
             by_operation = {op.request for op in event.schedule if op.kind == "arrive"}
         if rid in by_operation:
             continue
-        state, n = monitor.requests.state.get(rid), event.iteration
+        state, n = monitor.requests.status(rid), event.iteration
         if state is not None:
             why = f"it is already {state}: a request arrives once"
-        elif rid in monitor.requests.requests:
+        elif rid in monitor.requests.live:
             why = "its arrival time has not come (3.1)"
         else:
             why = "it is not a request of the workload"
@@ -186,6 +186,8 @@ def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | 
 
 
 # No steady line preempts; the progress it makes is counted with its tokens.
-@per_iteration("decode", "LIVE-3", steady=Steady(counted="the progress count (steady.py, _apply)"))
+@per_iteration(
+    "decode", "LIVE-3", steady=Steady(counted="the progress count (record.py, steady_progress)")
+)
 def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.liveness.check_thrash(event.iteration, event)

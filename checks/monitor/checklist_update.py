@@ -60,15 +60,16 @@ def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | Non
     if monitor.properties.reserve_ahead:
         for rid in requests.active:
             most = requests.reservation(rid)
-            finding = pages.coverage(event.iteration, rid, requests.kv[rid], most)
+            finding = pages.coverage(event.iteration, rid, requests.live[rid].kv, most)
             if finding:
                 return finding
         return None
     # Minimal pages, tested inline over the batch; coverage() words a request that fails.
-    tables, kv, size = pages.tables, requests.kv, pages.page_size
+    tables, live, size = pages.tables, requests.live, pages.page_size
     for rid in requests.active:
-        if len(tables.get(rid, ())) != -(-kv[rid] // size):
-            return pages.coverage(event.iteration, rid, kv[rid], None)
+        kv = live[rid].kv
+        if len(tables.get(rid, ())) != -(-kv // size):
+            return pages.coverage(event.iteration, rid, kv, None)
     return None
 
 

@@ -11,7 +11,7 @@ happens instead of at the bound.
 LIVE-3: a request preempted a second time with no progress anywhere since its first preemption,
 the iteration of the second included: no output token produced and no request's KV beyond the
 most it ever held. The engine is then cycling through states it has been in: thrash. It is
-judged once the iteration's progress is counted (:mod:`kvsched.reference.progress` says why).
+judged once the iteration's progress is counted (:mod:`kvsched.reference.record` says why).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
-from kvsched.reference.progress import Progress
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import pages_for
 
@@ -33,13 +32,12 @@ class LivenessRules:
         self.requests, self.pages = requests, pages
         self.stranded = "LIVE-2" in checks
         self.thrash = "LIVE-3" in checks
-        self.progress = Progress()
         self.counted = 0
         """The latest iteration whose progress was counted."""
 
     def count_progress(self, n: int, event: IterationEvent, computed: Mapping[str, int]) -> None:
-        """After the token checks updated the ledger's KV and outputs."""
-        self.progress.count(len(event.decoded), computed, self.requests.kv)
+        """After the token checks counted the iteration's KV and outputs into the records, and
+        with them the progress."""
         self.counted = n
         if event.preempted and not any(computed.values()):
             # A request that preempts itself ends the schedule() (vLLM's break): the iteration
@@ -52,7 +50,7 @@ class LivenessRules:
         if self.counted != n:  # the token checks failed: no count to judge by
             return None
         for rid in event.preempted:
-            if not self.progress.preempted_again(rid):
+            if not self.requests.records.preempted_again(rid):
                 continue
             if not self.thrash:  # taken out by a declaration (invariants.declared_out)
                 self.requests.tally.thrash += 1
@@ -75,7 +73,7 @@ class LivenessRules:
         if any(computed.values()) or event.decoded:
             return None
         properties = requests.properties
-        history = requests.known(head) + 1
+        history = requests.live[head].known() + 1
         budget = properties.token_budget
         if budget is not None and properties.declared_chunking == "none" and budget < history:
             return None

@@ -54,12 +54,12 @@ class OrderRules:
 
     def key(self, rid: str) -> tuple[int, int]:
         ledger = self.ledger
-        request = ledger.requests[rid]
+        request = ledger.live[rid].request
         if self.order == "priority":
             return request.priority, self.position[rid]
         # A fold restart makes a waiting request's output so far part of its prompt (4.3).
         folds = ledger.properties.restart == "fold"
-        return ledger.known(rid) if folds else request.prompt_tokens, self.position[rid]
+        return ledger.live[rid].known() if folds else request.prompt_tokens, self.position[rid]
 
     def waiting(self, rid: str) -> None:
         """``rid`` joined the queue (arrived or preempted)."""
@@ -78,14 +78,12 @@ class OrderRules:
         # next(iter(...)): the head without materialising a long queue
         head = next(iter(event.waiting), None) if event.waiting else self.ledger.head()
         # A reported head that finished (and was forgotten) is not served next.
-        return head if head in self.ledger.requests else None
+        return head if head in self.ledger.live else None
 
     def _least(self, admitted: frozenset[str]) -> str | None:
         """The least key among the waiting and the ``admitted`` not yet accounted for."""
-        state = self.ledger.state
-        while self.heap and not (
-            state.get(self.heap[0][2]) == WAITING or self.heap[0][2] in admitted
-        ):
+        status = self.ledger.status
+        while self.heap and not (status(self.heap[0][2]) == WAITING or self.heap[0][2] in admitted):
             heapq.heappop(self.heap)
         return self.heap[0][2] if self.heap else None
 
@@ -126,11 +124,11 @@ class OrderRules:
             reported = self.reported
             if (reported[0] if reported else next(iter(arrivals), None)) == order[0]:
                 return None
-        preempted, admitted, state = set(out), set(order), self.ledger.state
+        preempted, admitted, status = set(out), set(order), self.ledger.status
         queue: Iterator[str] = (
             rid
             for rid in chain(self.reported, arrivals)
-            if rid not in preempted and (state.get(rid) == WAITING or rid in admitted)
+            if rid not in preempted and (status(rid) == WAITING or rid in admitted)
         )
         for rid in order:
             if rid in preempted:

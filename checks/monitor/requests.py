@@ -3,18 +3,20 @@
 It follows each request through arrival, the waiting queue, admission, preemption and completion,
 checking the request-side invariants as the events report them: REQ-1 and REQ-2 (arrival and
 conservation), BATCH-2 (who may be admitted; in which order is :mod:`.order`'s) and the LIVE-1
-bound. It also holds each request's output and KV token counts, which :mod:`.tokens` checks.
-Every method touches only the requests an event names, so its cost follows the iteration.
+bound. Each request's status and counts are its record (:mod:`kvsched.reference.record`),
+which :mod:`.tokens` checks and counts, and which the meter and the fast path read too. Every
+method touches only the requests an event names, so its cost follows the iteration.
 """
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 
 from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
+from kvsched.reference.record import Records
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import ACTIVE, FINISHED, WAITING, RequestStatus
 from kvsched.spec.workload import Request, Workload, arrival_order
@@ -28,36 +30,33 @@ class RequestLedger:
     ) -> None:
         self.properties, self.applicable = properties, applicable
         self.page_size = workload.limits.page_size
-        self.requests = {r.id: r for r in workload.requests}  # in the workload's order
-        self.prompts: dict[str, int] = {}
-        self.outputs: dict[str, int] = {}
+        self.records = Records(properties)
+        self.live = self.records.live  # declared and not finished, in the workload's order
+        self.finished: set[str] = set()
         self.arrivals: list[Request] = []
         self.next_arrival = 0
-        self.state: dict[str, RequestStatus] = {}  # absent: not arrived yet
         self.queue: OrderedDict[str, None] = OrderedDict()  # waiting, in queue order
         self.active: dict[str, None] = {}  # the batch, in admission order
-        self.generated: Counter[str] = Counter()  # output tokens produced so far
-        self.kv: Counter[str] = Counter()  # tokens whose KV the request's pages hold
-        # Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): its
-        # tokens are its prompt minus these plus its output, which owes these more.
-        self.moved: Counter[str] = Counter()
-        self.admitted_with: dict[str, int] = {}  # output tokens at the latest admission
         self.cut: dict[str, tuple[int, int, int]] = {}  # cut in its prefill: when, KV, tokens
         self.committed = 0  # reservations of the batch: what peak admission commits (3.2)
         self.bound = self.latest = 0  # LIVE-1 (3.6): the latest arrival, prefills and outputs
         self.forgetters: list[Callable[[str], None]] = []  # told of each finished request
         self.tally = Tally()  # what the declarations excused, counted where each is applied
+        for request in workload.requests:  # the records in the workload's order
+            self.records.declare(request)
         for request in arrival_order(workload.requests):
-            self.declare(request)
+            self._coming(request)
 
     def declare(self, request: Request) -> None:
         """A request, in arrival order (a log may declare them as they come, eventlog.md 8.7)."""
-        rid = request.id
+        self.records.declare(request)
+        self._coming(request)
+
+    def _coming(self, request: Request) -> None:
+        """``request``, declared, will arrive: what its arrival adds to the LIVE-1 bound."""
         if self.next_arrival > 4096:  # the arrived leave the list: it holds the coming only
             del self.arrivals[: self.next_arrival]
             self.next_arrival = 0
-        self.requests[rid] = request
-        self.prompts[rid], self.outputs[rid] = request.prompt_tokens, request.output_tokens
         self.arrivals.append(request)
         chunks = self.properties.prefill_iterations(request.prompt_tokens)
         self.bound += max(0, request.arrival - self.latest) + request.output_tokens + chunks
@@ -65,36 +64,36 @@ class RequestLedger:
         self.latest = max(self.latest, request.arrival)
 
     def reservation(self, request_id: str) -> int:
-        return self.properties.reservation(self.requests[request_id], self.page_size)
+        return self.properties.reservation(self.live[request_id].request, self.page_size)
 
-    def known(self, request_id: str) -> int:
-        """The request's prompt plus its output so far: the tokens its KV may cover."""
-        return self.prompts[request_id] - self.moved.get(request_id, 0) + self.generated[request_id]
-
-    def output_length(self, request_id: str) -> int:
-        """The output tokens the request produces in all, fold restarts included."""
-        return self.outputs[request_id] + self.moved.get(request_id, 0)
+    def status(self, request_id: str) -> RequestStatus | None:
+        """Where the request is; ``None`` if it has not arrived (or is no request at all)."""
+        record = self.live.get(request_id)
+        if record is not None:
+            return record.status
+        return FINISHED if request_id in self.finished else None
 
     def head(self) -> str | None:
         return next(iter(self.queue), None)
 
     def unfinished(self) -> list[str]:
-        return list(self.requests)  # a request leaves it when it finishes (leave)
+        return list(self.live)  # a request leaves it when it finishes (leave)
 
     def drained(self) -> bool:
-        return not self.requests
+        return not self.live
 
     # 3.1 Arrival ------------------------------------------------------------------------------
     def arrive(self, iteration: int) -> list[str]:
         """Queue every request with ``arrival < iteration`` not yet arrived (3.1); those queued
         now, in queue order."""
         queued: list[str] = []
-        arrivals, state = self.arrivals, self.state
+        arrivals, live = self.arrivals, self.live
         while self.next_arrival < len(arrivals) and arrivals[self.next_arrival].arrival < iteration:
             rid = arrivals[self.next_arrival].id
             self.next_arrival += 1
-            if rid not in state:  # not already arrived by an explicit operation
-                state[rid] = WAITING
+            record = live.get(rid)
+            if record is not None and record.status is None:  # not arrived by an operation
+                record.status = WAITING
                 self.queue[rid] = None
                 queued.append(rid)
         return queued
@@ -103,24 +102,24 @@ class RequestLedger:
         """``request_id`` reaches the scheduler in the middle of iteration ``n`` (a version-2
         log's ``arrive``): it queues now, so what was scheduled before did not see it. It may
         come this early only if it arrives at time ``n`` or before (3.1), and only once."""
-        request = self.requests.get(request_id)  # a finished request is forgotten
-        if request is None and request_id not in self.state:
+        record = self.live.get(request_id)  # a finished request is forgotten
+        if record is None and request_id not in self.finished:
             return _found(
                 "REQ-1",
                 n,
                 f"{request_id!r} arrived in iteration {n} but no request of the workload is",
                 request_id,
             )
-        if request is not None and request.arrival > n:
+        if record is not None and (arrival := record.request.arrival) > n:
             return _found(
                 "REQ-1",
                 n,
                 f"request {request_id!r} arrived in iteration {n} but arrives at time "
-                f"{request.arrival}, so it may reach the scheduler during iteration "
-                f"{request.arrival} at the earliest",
+                f"{arrival}, so it may reach the scheduler during iteration {arrival} at the "
+                "earliest",
                 request_id,
             )
-        if request_id in self.state:
+        if record is None or record.status is not None:
             return _found(
                 "REQ-1",
                 n,
@@ -128,7 +127,7 @@ class RequestLedger:
                 f"{self.where(request_id)}",
                 request_id,
             )
-        self.state[request_id] = WAITING
+        record.status = WAITING
         self.queue[request_id] = None
         return None
 
@@ -143,7 +142,8 @@ class RequestLedger:
                 "declare preemption: a request leaves the batch only by finishing",
                 request_id,
             )
-        if self.state.get(request_id) != ACTIVE:
+        record = self.live.get(request_id)
+        if record is None or record.status != ACTIVE:
             return _found(
                 "REQ-2",
                 n,
@@ -152,20 +152,16 @@ class RequestLedger:
             )
         del self.active[request_id]
         self.committed -= self.reservation(request_id)
-        self.state[request_id] = WAITING
+        record.status = WAITING
         self.queue[request_id] = None
         self.queue.move_to_end(request_id, last=False)  # the latest preempted is the new head
-        lost = self.kv[request_id]
-        decoding = self.generated[request_id] > self.admitted_with.get(request_id, 0)
-        if not decoding and lost:
-            self.cut[request_id] = (n, lost, self.known(request_id))
-        moved = self.properties.moved_on_restart(self.known(request_id), lost, decoding)
-        self.moved[request_id] += moved
+        if record.kv and record.generated == record.admitted_with:  # cut within its prefill
+            self.cut[request_id] = (n, record.kv, record.known())
+        lost, moved = self.records.preempt(request_id)
         # the recompute, and one iteration per token the restart moved to the output (LIVE-1)
         allowed = self.properties.prefill_iterations(lost) + moved
         self.bound += allowed
         self.tally.preempted(allowed, moved)
-        self.kv[request_id] = 0
         return None
 
     # 3.2 Admission ----------------------------------------------------------------------------
@@ -179,21 +175,20 @@ class RequestLedger:
         static = "BATCH-2" in self.applicable
         batch_before = [r for r in self.active if r not in joined] if static else []
         for rid in admitted:
-            request, state = self.requests.get(rid), self.state.get(rid)  # finished: forgotten
-            if request is None and state is None:
+            record = self.live.get(rid)  # finished: forgotten
+            state = self.status(rid)
+            if record is None and state is None:
                 return _found(
                     "REQ-1",
                     n,
                     f"admitted {rid!r}, which no request of the workload is: it never arrived",
                     rid,
                 )
-            if state is None and request is not None:
+            if state is None and record is not None:
+                time = record.request.arrival
+                message = f"arrives at time {time}, so it may join from iteration {time + 1}"
                 return _found(
-                    "REQ-1",
-                    n,
-                    f"request {rid!r} was admitted in iteration {n} but arrives at "
-                    f"time {request.arrival}, so it may join from iteration {request.arrival + 1}",
-                    rid,
+                    "REQ-1", n, f"request {rid!r} was admitted in iteration {n} but {message}", rid
                 )
             if state != WAITING:
                 what = "is already in the batch" if state == ACTIVE else "has already finished"
@@ -218,9 +213,9 @@ class RequestLedger:
     def join(self, rid: str) -> None:
         """``rid``, waiting, joins the batch: shown to break nothing (:meth:`admit`)."""
         del self.queue[rid]
-        self.admitted_with[rid] = self.generated[rid]
+        self.records.admit(rid)
         self.tally.unordered += "BATCH-4" not in self.applicable  # the order left unjudged
-        self.state[rid] = ACTIVE
+        self.live[rid].status = ACTIVE
         self.active[rid] = None
         self.committed += self.reservation(rid)
 
@@ -229,10 +224,13 @@ class RequestLedger:
         """REQ-2 for an iteration that decoded ``decoded`` and finished ``ids``: every request
         that produced its last token finishes, once, from the batch (or, declared, earlier: 4.9)."""
         finished = set(ids)
-        generated, outputs, moved = self.generated, self.outputs, self.moved
-        for rid in decoded:  # output_length inlined; a finished request has none (DEC-2's)
-            length = outputs.get(rid, -1) + moved.get(rid, 0) if moved else outputs.get(rid, -1)
-            if generated[rid] == length and rid not in finished:
+        live = self.live
+        for rid in decoded:  # a finished request has no record (DEC-2's)
+            record = live.get(rid)
+            if record is None:
+                continue
+            length = record.request.output_tokens + record.moved  # output_length, inlined
+            if record.generated == length and rid not in finished:
                 return _found(
                     "REQ-2",
                     n,
@@ -241,7 +239,7 @@ class RequestLedger:
                     rid,
                 )
         for rid in ids:
-            state = self.state.get(rid)  # 4.9: declared, an abort may take it from the queue
+            state = self.status(rid)  # 4.9: declared, an abort may take it from the queue
             if state != ACTIVE and not (state == WAITING and self.properties.stops_early):
                 early = EARLY_STOP_HINT if state == WAITING else ""
                 return _found(
@@ -251,7 +249,8 @@ class RequestLedger:
                     f"each request finishes once, from the batch{early}",
                     rid,
                 )
-            wanted, made = self.output_length(rid), self.generated[rid]  # 4.9: up to the most
+            record = live[rid]
+            wanted, made = record.output_length(), record.generated  # 4.9: up to the most
             if made > wanted or (made < wanted and not self.properties.stops_early):
                 early = "" if made > wanted else EARLY_STOP_HINT
                 return _found(
@@ -268,31 +267,31 @@ class RequestLedger:
 
     def leave(self, rid: str, waiting: bool = False) -> None:
         """``rid`` finishes, from the batch or (``waiting``) the queue: shown to break nothing
-        (:meth:`finish`). Only its state stays, so memory follows the live requests."""
-        self.state[rid] = FINISHED
+        (:meth:`finish`). Only its id stays, so memory follows the live requests."""
         if waiting:
             del self.queue[rid]
         else:
             del self.active[rid]
             self.committed -= self.reservation(rid)
-        for ledger in (self.requests, self.prompts, self.outputs, self.generated, self.kv):
-            ledger.pop(rid, None)
-        for optional in (self.moved, self.admitted_with, self.cut):
-            optional.pop(rid, None)
+        self.live[rid].status = FINISHED
+        self.records.finish(rid)
+        self.finished.add(rid)
+        self.cut.pop(rid, None)
         for forget in self.forgetters:
             forget(rid)
 
     def fold_hint(self, request_id: str) -> str:
-        cut, restart = self.cut.get(request_id), self.properties.restart
-        return "" if cut is None else restart_hint(request_id, restart, cut, self.moved[request_id])
+        cut, record = self.cut.get(request_id), self.records.get(request_id)
+        if cut is None or record is None:
+            return ""
+        return restart_hint(request_id, self.properties.restart, cut, record.moved)
 
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""
-        state = self.state.get(request_id)  # each state is named as a message says it
-        if state is None:
-            known = request_id in self.requests
-            return "not arrived yet" if known else "not a request of the workload"
-        return state
+        state = self.status(request_id)  # each state is named as a message says it
+        if state is not None:
+            return state
+        return "not arrived yet" if request_id in self.live else "not a request of the workload"
 
 
 def _found(invariant: str, iteration: int, message: str, *requests: str) -> Finding:

@@ -88,11 +88,7 @@ class Monitor:
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
         sharing = declared.prefix_sharing and "PAGE-6" in self.applicable
         self.prefix = PrefixContent(workload, sharing)
-        self.requests.forgetters += [
-            self.order.forget,
-            self.prefix.forget,
-            self.liveness.progress.forget,
-        ]
+        self.requests.forgetters += [self.order.forget, self.prefix.forget]
         self.arrivals: list[str] = []
         """The requests that joined the queue in the iteration being checked, in queue order."""
         plan = iteration_plan()
@@ -135,6 +131,7 @@ class Monitor:
                 f"{self.iteration + 1}, got {iteration}"
             )
         self.iteration = iteration
+        self.requests.records.begin()
         # 3.1: bookkeeping; arriving breaks nothing. A request that reached the scheduler
         # earlier, by an 'arrive', is not among them: it joined the queue then.
         self.arrivals = self.requests.arrive(iteration)
@@ -173,7 +170,7 @@ class Monitor:
     def excused(self) -> Excused:
         """What the declarations excused so far (:mod:`.excuses`), frozen."""
         requests = self.requests
-        finished = len(requests.state) - len(requests.queue) - len(requests.active)
+        finished = len(requests.finished)
         lesson_bound = requests.bound - requests.tally.allowance
         return requests.tally.excused(finished, max(0, self.iteration - lesson_bound))
 

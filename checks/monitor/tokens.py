@@ -14,6 +14,7 @@ from collections.abc import Collection, Container, Iterable, Mapping
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.reference.record import lesson_computed
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.vocabulary import ACTIVE
 
@@ -22,16 +23,7 @@ def computed_tokens(ledger: RequestLedger, event: IterationEvent) -> Mapping[str
     """Tokens computed per request: the event's, or the lesson model's (3.3, 3.4)."""
     if event.computed is not None:
         return event.computed
-    decoded, active = event.decoded, ledger.active
-    if len(decoded) == len(active) and active.keys() == set(decoded):
-        lesson = dict.fromkeys(active, 1)  # the lesson's usual step: each decodes once, in C
-    else:
-        counts = Counter(decoded)
-        lesson = {rid: counts[rid] for rid in active}
-    for rid in event.admitted:  # the admission iteration computes the prompt too
-        if rid in lesson:
-            lesson[rid] += ledger.requests[rid].prompt_tokens
-    return lesson
+    return lesson_computed(ledger.live, ledger.active.keys(), event.admitted, event.decoded)
 
 
 def check_tokens(
@@ -57,32 +49,26 @@ def check_tokens(
         finding = _everyone_decodes(ledger, n, tokens, event)
         if finding is not None:
             return finding
-    kv, generated = ledger.kv, ledger.generated
+    records = ledger.records
     if not cached and _all_hold(ledger, tokens, computed):
-        for rid, amount in computed.items():
-            kv[rid] += amount
-        generated.update(decoded)
+        records.count(computed, cached, decoded)
         return None
     wrong_kv = _from_computed_kv(ledger, n, decoded, computed, cached)
-    for amounts in (computed, cached):
-        for rid, amount in amounts.items():
-            kv[rid] += amount
     # A token past the output length needs an unfinished request at its last token, which the
     # completion check (REQ-2) reports in that iteration already.
-    generated.update(decoded)  # a Counter counts a sequence in C
+    records.count(computed, cached, decoded)
     if wrong_kv is not None:
         # Counted first: checking on (--all-findings) must not blame the rest of the batch for
         # KV and tokens the ledger missed.
         return wrong_kv
-    prompts, moved = ledger.prompts, ledger.moved
+    live = ledger.live
     for amounts in (computed, cached):
         for rid, amount in amounts.items():
-            # ledger.known(rid), inlined: this runs for every request of every iteration
-            if amount and kv[rid] > prompts[rid] - moved.get(rid, 0) + generated[rid]:
-                known = ledger.known(rid)
+            record = live.get(rid)
+            if amount and record is not None and record.kv > record.known():
                 message = (
-                    f"request {rid!r} has KV for {kv[rid]} tokens by iteration {n} but "
-                    f"only {known} exist (its prompt plus its output so far)"
+                    f"request {rid!r} has KV for {record.kv} tokens by iteration {n} but "
+                    f"only {record.known()} exist (its prompt plus its output so far)"
                     f"{ledger.fold_hint(rid)}"
                 )
                 return Finding("DEC-1", n, message, requests=(rid,))
@@ -94,12 +80,11 @@ def _all_hold(ledger: RequestLedger, tokens: Collection[str], computed: Mapping[
     no count: most iterations, which then need neither the passes that word a finding nor their
     order. Each request that decoded must have computed (DEC-3); DEC-1 counts the token it just
     produced into what exists (:meth:`RequestLedger.known`, inlined)."""
-    kv, prompts, generated, moved = ledger.kv, ledger.prompts, ledger.generated, ledger.moved
+    live = ledger.live
     decoding = 0
     for rid, amount in computed.items():
-        have, known = kv[rid] + amount, prompts[rid] + generated[rid]
-        if moved:
-            known -= moved.get(rid, 0)
+        record = live[rid]  # DEC-2 has shown every request that computed is in the batch
+        have, known = record.kv + amount, record.known()
         if rid in tokens:
             if not amount or have < known:  # DEC-3
                 return False
@@ -119,7 +104,7 @@ def _who_may(
 ) -> Finding | None:
     """DEC-2: only the batch produces tokens or computes KV; DEC-1: one token at most."""
     for rid, count in tokens.items():
-        if ledger.state.get(rid) != ACTIVE:
+        if ledger.status(rid) != ACTIVE:
             message = (
                 f"request {rid!r} produced a token in iteration {n} but is "
                 f"{ledger.where(rid)}, not in the batch"
@@ -133,7 +118,7 @@ def _who_may(
             return Finding("DEC-1", n, message, requests=(rid,))
     for what, amounts in (("computed", computed), ("took cached", cached)):
         for rid, amount in amounts.items():
-            if amount and ledger.state.get(rid) != ACTIVE:
+            if amount and ledger.status(rid) != ACTIVE:
                 message = (
                     f"request {rid!r} {what} KV for {amount} tokens in iteration {n} but is "
                     f"{ledger.where(rid)}, not in the batch"
@@ -171,7 +156,7 @@ def _from_computed_kv(
     cached: Mapping[str, int],
 ) -> Finding | None:
     """DEC-3: the token's KV was computed now and covers everything before it."""
-    kv, prompts, moved, generated = ledger.kv, ledger.prompts, ledger.moved, ledger.generated
+    live = ledger.live
     for rid in decoded:
         now = computed.get(rid, 0)
         if not now:
@@ -180,11 +165,12 @@ def _from_computed_kv(
                 "token: output needs at least one computed position"
             )
             return Finding("DEC-3", n, message, requests=(rid,))
-        have = kv[rid] + now + cached.get(rid, 0)
-        if have < prompts[rid] - moved.get(rid, 0) + generated[rid]:  # ledger.known(rid)
+        record = live[rid]
+        have = record.kv + now + cached.get(rid, 0)
+        if have < record.known():
             message = (
                 f"request {rid!r} produced a token in iteration {n} with KV for {have} of its "
-                f"{ledger.known(rid)} tokens: a prefill short of the prompt's end produces no "
+                f"{record.known()} tokens: a prefill short of the prompt's end produces no "
                 f"token{ledger.fold_hint(rid)}"
             )
             return Finding("DEC-3", n, message, requests=(rid,))

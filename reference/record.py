@@ -1,0 +1,207 @@
+"""One record per request: where it is and what it has, the one home of its counts.
+
+As nano-vllm keeps a sequence's state on the sequence and vLLM v1 on the request, a run's
+per-request state lives on one :class:`RequestRecord`: its status, its output so far, the KV its
+pages hold, the most KV it ever held, the prompt tokens a fold restart moved to its output, and
+where LIVE-3 last saw it preempted. :class:`Records` holds a run's records and moves them by the
+spec's rules, the same for whoever follows the run: the monitor's request ledger (which judges
+each event before it is counted), the efficiency meter, the run's bound and the event-log
+checker's fast path. Each reads the same record, so no count has a second copy to keep in step.
+
+Two run-wide counts are made of the records, by one rule (spec/semantics.md, section 8): the
+progress LIVE-3 measures, every output token produced plus every token of KV beyond the most a
+request ever held, and the recomputed tokens EFF-4 measures, KV computed again below that most.
+A request preempted a second time while the progress, counted to the end of the iteration of
+that second preemption, still stands where it stood at its first is thrash: the engine is
+cycling through states it has been in. The end of the iteration, not the moment of preemption,
+because a preemption comes first in its iteration and may be what lets the rest of the batch
+progress in it (a priority victim re-admitted while a decode waited): that engine is not cycling.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.vocabulary import RequestStatus
+from kvsched.spec.workload import Request
+
+
+class RequestRecord:
+    """One request's state, as the run has it so far."""
+
+    __slots__ = ("admitted_with", "generated", "kv", "most", "moved", "request", "stamp", "status")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.status: RequestStatus | None = None
+        """``None`` until it arrives (3.1); a finished request leaves :attr:`Records.live`."""
+        self.generated = 0
+        """Output tokens produced since it arrived."""
+        self.kv = 0
+        """Tokens whose KV its pages hold: computed or taken from the cache since it was last
+        admitted."""
+        self.most = 0
+        """The most KV it ever held (LIVE-3's progress, EFF-4's recompute)."""
+        self.moved = 0
+        """Prompt tokens a fold restart turned into output tokens (spec/eventlog.md 4.3.1): its
+        tokens are its prompt minus these plus its output, which owes these more."""
+        self.admitted_with = 0
+        """Its output tokens when it was last admitted."""
+        self.stamp: int | None = None
+        """The progress count where its latest preemption stood (LIVE-3); ``None`` before one."""
+
+    def known(self) -> int:
+        """Its prompt plus its output so far: the tokens its KV may cover."""
+        return self.request.prompt_tokens - self.moved + self.generated
+
+    def output_length(self) -> int:
+        """The output tokens it produces in all, fold restarts included."""
+        return self.request.output_tokens + self.moved
+
+
+class Records:
+    """The live requests' records, the progress count and the recomputed tokens of a run."""
+
+    def __init__(self, properties: TargetProperties | None = None) -> None:
+        self.properties = properties or TargetProperties()
+        self.live: dict[str, RequestRecord] = {}
+        """Every request declared and not finished, in declaration order."""
+        self.left: dict[str, RequestRecord] = {}
+        """The requests finished in the latest iteration: a reader of its whole event (the
+        meter) still finds them until the next begins."""
+        self.progress = 0
+        self.before = 0
+        """The progress count before the latest iteration counted: where a preemption in it
+        stood."""
+        self.recomputed = 0
+        """EFF-4: KV tokens computed again below the most their request had held."""
+
+    def declare(self, request: Request) -> RequestRecord:
+        record = self.live[request.id] = RequestRecord(request)
+        return record
+
+    def begin(self) -> None:
+        """A new iteration: the requests the last one finished are forgotten."""
+        if self.left:
+            self.left.clear()
+
+    def get(self, request_id: str) -> RequestRecord | None:
+        """The record of a request live or finished in the latest iteration."""
+        record = self.live.get(request_id)
+        return self.left.get(request_id) if record is None else record
+
+    def preempt(self, request_id: str) -> tuple[int, int]:
+        """``request_id`` loses its KV: the KV tokens it loses and the prompt tokens its declared
+        restart moves to its output (:meth:`TargetProperties.moved_on_restart`)."""
+        record = self.live.get(request_id)
+        if record is None:
+            return 0, 0
+        lost = record.kv
+        decoding = record.generated > record.admitted_with
+        moved = self.properties.moved_on_restart(record.known(), lost, decoding)
+        record.moved += moved
+        record.kv = 0
+        return lost, moved
+
+    def admit(self, request_id: str) -> None:
+        record = self.live.get(request_id)
+        if record is not None:
+            record.admitted_with = record.generated
+
+    def count(
+        self, computed: Mapping[str, int], cached: Mapping[str, int], decoded: Iterable[str]
+    ) -> None:
+        """One iteration's tokens: the KV each request computed or took from the cache, and
+        the output tokens produced (a request listed once per token). Progress and recompute
+        are counted from the records as they stood before it."""
+        live = self.live
+        self.before = progress = self.progress
+        for rid in decoded:
+            record = live.get(rid)
+            if record is not None:  # the monitor says what is wrong with a stranger's token
+                record.generated += 1
+                progress += 1
+        for rid, amount in cached.items():
+            record = live.get(rid)
+            if record is not None:
+                record.kv += amount
+        recomputed = 0
+        for rid, amount in computed.items():
+            record = live.get(rid)
+            if record is None:
+                continue
+            before = record.kv  # with this iteration's cache hit
+            record.kv = now = before + amount
+            again = record.most - before  # EFF-4: below the most it ever held
+            if again > 0:
+                recomputed += amount if amount < again else again
+            if now > record.most:
+                progress += now - record.most
+                record.most = now
+        for rid in cached:
+            record = live.get(rid)
+            if record is not None and record.kv > record.most:
+                progress += record.kv - record.most
+                record.most = record.kv
+        self.recomputed += recomputed
+        self.progress = progress
+
+    def steady_steps(self, request_id: str, steps: int) -> None:
+        """``steps`` iterations in each of which ``request_id`` computed one token beyond the
+        most it held and produced it, counted in at once: the progress of those steps was
+        counted as they were taken in (:meth:`steady_progress`)."""
+        record = self.live[request_id]
+        record.kv += steps
+        record.generated += steps
+        record.most = record.kv
+
+    def steady_progress(self, decoders: int) -> None:
+        """An iteration in which ``decoders`` requests each computed one token beyond the most
+        it held and produced it, their records counted in later (:meth:`steady_steps`)."""
+        self.before = self.progress
+        self.progress += 2 * decoders
+
+    def is_steady(self, request_id: str) -> bool:
+        """Whether one more decode step of ``request_id`` is one token beyond the most it held:
+        progress of two, and nothing recomputed."""
+        record = self.live[request_id]
+        return record.most == record.kv
+
+    def preempted_again(self, request_id: str) -> bool:
+        """Note ``request_id``'s preemption in the iteration just counted; whether it repeats
+        one with no progress since, this iteration included (LIVE-3)."""
+        record = self.live.get(request_id)
+        if record is None:
+            return False
+        before, record.stamp = record.stamp, self.before
+        return before == self.progress
+
+    def finish(self, request_id: str) -> None:
+        """``request_id`` finished: it leaves the live records (memory follows the live
+        requests), kept in :attr:`left` until the next iteration begins."""
+        record = self.live.pop(request_id, None)
+        if record is not None:
+            self.left[request_id] = record
+
+
+def lesson_computed(
+    live: Mapping[str, RequestRecord],
+    active: Collection[str],
+    admitted: Iterable[str],
+    decoded: Sequence[str],
+) -> dict[str, int]:
+    """The tokens each request of the batch ``active`` computed in an iteration of the lesson
+    model, whose events name no computation (3.3, 3.4): one per token it produced, and its
+    prompt too in the iteration that admitted it."""
+    if len(decoded) == len(active) and set(decoded) == set(active):
+        counts = dict.fromkeys(active, 1)  # the lesson's usual step: each decodes once, in C
+    else:
+        tokens = Counter(decoded)
+        counts = {rid: tokens[rid] for rid in active}
+    for rid in admitted:
+        record = live.get(rid)
+        if rid in counts and record is not None:
+            counts[rid] += record.request.prompt_tokens
+    return counts
