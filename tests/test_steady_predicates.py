@@ -2,10 +2,11 @@
 the fast path from missing a violation: turn any one predicate off, and a log is judged wrongly.
 
 For every line predicate a check declares, a small log violates that check on a line the fast path
-would otherwise take in. With the registry as it is, both paths find the violation; with the
-predicate made to say "skip" always, the fast path takes the line in and the two disagree. A new
-line predicate without a case here fails :func:`test_every_predicate_has_a_case`; the log
-predicates (which logs the fast path may read at all) have no cases yet, a strict xfail.
+would otherwise take in; for every request predicate, on a request such a line names. With the
+registry as it is, both paths find the violation; with the predicate made to say "skip" always,
+the fast path takes the line in and the two disagree. A new line or request predicate without a
+case here fails :func:`test_every_predicate_has_a_case`; the log predicates (which logs the fast
+path may read at all) have no cases yet, a strict xfail.
 """
 
 from __future__ import annotations
@@ -135,6 +136,65 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
 """Each line predicate's case: a log that breaks its check on a line otherwise steady."""
 
 
+def _allocation_dropped(rows: Rows) -> Rows:
+    """A page boundary a decoding request crosses with no page allocated (PAGE-1), the page
+    given to it two lines later instead: its KV outgrows its table in between."""
+    lines = iterations(rows)
+    for at, line in enumerate(lines[3:-3], start=3):
+        ops = line["ops"]
+        decoding = next((op[1] for op in ops if op[0] == "decode"), [])
+        allocs = [op for op in ops if op[0] == "alloc" and op[1] in decoding]
+        if not allocs:
+            continue
+        rid, later = allocs[0][1], lines[at + 2]["ops"]
+        finishes = any(op[0] == "finish" and op[1] == rid for op in lines[at + 1]["ops"])
+        if not finishes and any(op[0] == "decode" and rid in op[1] for op in later):
+            ops.remove(allocs[0])
+            later.insert(0, allocs[0])
+            for moved in lines[at : at + 2]:  # the page is free until it is given
+                moved["free_pages"] += len(allocs[0][2])
+            return rows
+    raise AssertionError("no decoding request allocates mid-log")
+
+
+def _finish_delayed(rows: Rows) -> Rows:
+    """A request not finished at its last token (REQ-2): its finish and free come a line late."""
+    lines = iterations(rows)
+    for at, line in enumerate(lines[2:-2], start=2):
+        ops = line["ops"]
+        finish = next((op for op in ops if op[0] == "finish"), None)
+        if finish is None:
+            continue
+        free = next(op for op in ops if op[0] == "free" and op[1] == finish[1])
+        ops.remove(finish)
+        ops.remove(free)
+        lines[at + 1]["ops"] += [finish, free]
+        line["free_pages"] -= len(free[2])  # its pages are held a line longer
+        return rows
+    raise AssertionError("no line finishes a request mid-log")
+
+
+def _prompt_long(rows: Rows) -> Rows:
+    """A prompt computed with a token more than exist (DEC-1): KV for a token not produced
+    yet. Its KV ends inside a page, so that its pages cover the one token more minimally too
+    (PAGE-1)."""
+    page_size = rows[0]["workload"]["limits"]["page_size"]
+    for line in iterations(rows)[2:]:
+        for op in line["ops"]:
+            if op[0] == "compute" and op[2] % page_size:
+                op[2] += 1
+                return rows
+    raise AssertionError("no line computes a prompt that ends inside a page")
+
+
+REQUEST_CASES: dict[str, Callable[[], Rows]] = {
+    "_covered_until_the_page_is_full": lambda: _allocation_dropped(clean_rows()),
+    "_finished_at_its_last_token": lambda: _finish_delayed(clean_rows()),
+    "_kv_reaches_the_token": lambda: _prompt_long(clean_rows()),
+}
+"""Each request predicate's case: a log that breaks its check on a request a steady line names."""
+
+
 def predicates() -> dict[str, tuple[registry.Check[Any], str]]:
     """Every predicate a check declares, by its function's name, with the check and its kind."""
     found: dict[str, tuple[registry.Check[Any], str]] = {}
@@ -143,6 +203,8 @@ def predicates() -> dict[str, tuple[registry.Check[Any], str]]:
         assert steady is not None, f"{check.name} declares no Steady"
         if steady.line is not None:
             found[steady.line.__name__] = (check, "line")
+        if steady.request is not None:
+            found[steady.request.__name__] = (check, "request")
         if steady.log is not registry.any_log:
             found[steady.log.__name__] = (check, "log")
     return found
@@ -168,8 +230,11 @@ def agree(seen: list[Any]) -> bool:
 
 
 def test_every_predicate_has_a_case() -> None:
-    lines = {name for name, (_, kind) in predicates().items() if kind == "line"}
+    kinds = predicates().items()
+    lines = {name for name, (_, kind) in kinds if kind == "line"}
     assert lines == set(LINE_CASES), "each line predicate needs a case in LINE_CASES"
+    requests = {name for name, (_, kind) in kinds if kind == "request"}
+    assert requests == set(REQUEST_CASES), "each request predicate needs a case in REQUEST_CASES"
 
 
 LOG_CASES: dict[str, Callable[[], Rows]] = {}
@@ -201,6 +266,26 @@ def test_turning_a_line_predicate_off_is_caught(
     steady = check.steady
     assert steady is not None
     off = replace(check, steady=replace(steady, line=lambda monitor, line: True))
+    assert check.step is not None
+    step = list(registry.ITERATION_CHECKS[check.step])
+    step[step.index(check)] = off
+    monkeypatch.setitem(registry.ITERATION_CHECKS, check.step, step)
+    assert not agree(verdicts(path)), f"with {name} off, the fast path still agrees"
+
+
+@pytest.mark.parametrize("name", sorted(REQUEST_CASES))
+def test_turning_a_request_predicate_off_is_caught(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in REQUEST_CASES[name]()))
+    seen = verdicts(path)
+    assert agree(seen), seen
+    assert seen[2][0] is not None or seen[2][1], f"the case breaks nothing: {seen[2]}"
+    check, _ = predicates()[name]
+    steady = check.steady
+    assert steady is not None
+    off = replace(check, steady=replace(steady, request=lambda request: registry.FOREVER))
     assert check.step is not None
     step = list(registry.ITERATION_CHECKS[check.step])
     step[step.index(check)] = off

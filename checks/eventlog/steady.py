@@ -135,12 +135,9 @@ class SteadyDecode:
             for rid in due_now:
                 if due.get(rid) == clock and rid not in grown and rid not in finishes:
                     return None
-        named = self._steady(clock, grown, finishes, joiners)
+        named = self.counts.named(clock, grown, finishes, joiners, computes)
         if named is None:
             return None
-        for rid, amount in computes.items():
-            if not self.counts.computes(rid, amount, grown.get(rid, 0), rid in finishes):
-                return None
         freed = 0
         tables = self.lowering.tables
         for rid in finishes:
@@ -173,36 +170,6 @@ class SteadyDecode:
                 return None  # a check has work on this line: the full path runs it
         self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)
-
-    def _steady(
-        self, clock: int, grown: dict[str, int], finishes: dict[str, None], joiners: list[str]
-    ) -> dict[str, int] | None:
-        """The lazy requests the line at ``clock`` names, and the joiners, shown steady after
-        it: their pages cover their KV minimally (PAGE-1) and each finishes exactly at its last
-        token (REQ-2). Each that decodes on, with the clock it next falls due at; ``None`` if
-        one is not steady. Inlined :meth:`LazyCounts.steady_after`: this runs for every page a
-        line allocates."""
-        lazy, live = self.lazy, self.requests.live
-        tables, page_size = self.lowering.tables, self.page_size
-        named: dict[str, int] = {}
-        for rid in (*grown, *finishes, *joiners) if finishes or joiners else grown:
-            since = lazy.get(rid)
-            if since is None:
-                if rid not in joiners:
-                    continue
-                since = clock - 1
-            step = clock - since
-            held = len(tables.get(rid, ())) + grown.get(rid, 0)
-            record = live[rid]
-            now = record.kv + step
-            if held != -(-now // page_size):
-                return None
-            left = record.request.output_tokens - record.generated - step
-            if (left == 0) != (rid in finishes):
-                return None
-            if left:
-                named[rid] = clock + min(held * page_size - now + 1, left)
-        return named
 
     def _apply(
         self,

@@ -1,20 +1,24 @@
-"""The counts of the requests the fast path (:mod:`.steady`) counts lazily, when each is due, and
-the rules that say a request's counts are steady.
+"""The counts of the requests the fast path (:mod:`.steady`) counts lazily, and when each is due.
 
 A request that decodes in every line taken in gains one KV token and one output token per line.
 Instead of counting them into their records line by line, :class:`LazyCounts` notes the number of
 lines taken in (the clock) that a request's counts are as of, and counts the steps in only when
 the full path takes over (a request that finishes first leaves with them uncounted).
-When a request must next be named is known in advance (its next page boundary, or its last
-token); a line that names it notes the next time.
+When a request must next be named is known in advance, from the checks' request predicates
+(its next page boundary, or its last token); a line that names it notes the next time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container, Mapping
 
+from kvsched.checks.monitor.registry import (
+    FOREVER,
+    RequestPredicate,
+    iteration_plan,
+)
 from kvsched.checks.monitor.runtime import Monitor
-from kvsched.spec.workload import pages_for
+from kvsched.checks.monitor.steady_request import SteadyRequest
 
 
 class LazyCounts:
@@ -23,11 +27,15 @@ class LazyCounts:
     def __init__(self, monitor: Monitor, tables: Mapping[str, tuple[int, ...]]) -> None:
         self.records = monitor.requests.records
         """The one record of each request (the monitor's, which the meter reads too)."""
-        self.live = self.records.live
         self.tables = tables
         """The live tables as the log built them (the reader's), kept by the fast path."""
         self.ledger = monitor.pages.tables
         self.page_size = monitor.limits.page_size
+        self.predicates: tuple[RequestPredicate, ...] = tuple(
+            check.steady.request
+            for check in iteration_plan()
+            if check.steady is not None and check.steady.request is not None
+        )  # each check's say in whether a request a steady line names may go without it
         self.lazy: dict[str, int] = {}
         """Requests decoding in every line taken in, with the clock their counts are as of."""
         self.due: dict[str, int] = {}
@@ -36,35 +44,13 @@ class LazyCounts:
         """The requests that fell due at each clock (some since named again, and moved on)."""
 
     def may_join(self, rid: str, told: Container[str]) -> bool:
-        """Whether a request of the batch may start decoding lazily: its KV is its prompt and
-        output so far, or one token short, each decode step adds one KV token beyond the most
-        it held (LIVE-3, EFF-4), and the page ledger's table, unless its table changed since
-        the ledger was last ``told``, is the reader's."""
-        record = self.live[rid]
-        lag = record.request.prompt_tokens + record.generated - record.kv
-        return (
-            0 <= lag <= 1
-            and self.records.is_steady(rid)
-            and (rid in told or len(self.tables.get(rid, ())) == len(self.ledger.get(rid, ())))
+        """Whether a request of the batch may start decoding lazily: each decode step adds one
+        KV token beyond the most it held (LIVE-3, EFF-4), and the page ledger's table, unless
+        its table changed since the ledger was last ``told``, is the reader's. What the checks
+        ask of it, their request predicates say (the line names it)."""
+        return self.records.is_steady(rid) and (
+            rid in told or len(self.tables.get(rid, ())) == len(self.ledger.get(rid, ()))
         )
-
-    def computes(self, rid: str, amount: int, grown: int, finishes: bool) -> bool:
-        """A request computing ``amount`` tokens and producing one: DEC-3 (its KV reaches the
-        end of what exists), DEC-1 (and no further), then as :meth:`steady_after`."""
-        record = self.live[rid]
-        known = record.request.prompt_tokens + record.generated
-        if not known <= record.kv + amount <= known + 1:
-            return False
-        return self.steady_after(rid, amount, 1, grown, finishes)
-
-    def steady_after(self, rid: str, kv: int, made: int, grown: int, finishes: bool) -> bool:
-        """A request ``kv`` KV and ``made`` output tokens further on, ``grown`` pages more: its
-        pages cover its KV minimally (PAGE-1) and it finishes exactly at its last token (REQ-2)."""
-        record = self.live[rid]
-        held = len(self.tables.get(rid, ())) + grown
-        if held != pages_for(record.kv + kv, self.page_size):
-            return False
-        return (record.generated + made == record.request.output_tokens) == finishes
 
     def bring(self, rid: str, clock: int) -> None:
         """Count ``rid``'s steady steps into its record, as of ``clock``."""
@@ -72,6 +58,56 @@ class LazyCounts:
         if steps:
             self.records.steady_steps(rid, steps)
         self.lazy[rid] = clock
+
+    def named(
+        self,
+        clock: int,
+        grown: dict[str, int],
+        finishes: dict[str, None],
+        joiners: list[str],
+        computes: dict[str, int],
+    ) -> dict[str, int] | None:
+        """The requests the line at ``clock`` names (it grows, finishes, starts decoding or
+        computes its prompt), each shown steady after it by every check's request predicate;
+        each lazy one that decodes on, with the clock it next falls due at: the first at which
+        a check has work on it again. ``None`` if a check has work on one now."""
+        lazy, live, computing = self.lazy, self.records.live, self.predicates
+        tables, page_size = self.tables, self.page_size
+        named: dict[str, int] = {}
+        # Most lines name only the requests they give a page.
+        names = (
+            {**grown, **finishes, **dict.fromkeys(joiners), **computes}
+            if (finishes or joiners or computes)
+            else grown
+        )
+        for rid in names:
+            since = lazy.get(rid)
+            record = live[rid]
+            if since is not None:  # its lazy steps and this line's
+                kv = made = clock - since
+            elif rid in computes:
+                kv, made = computes[rid], 1
+            else:  # a joiner: it decodes in this line, its counts current until the last
+                kv = made = 1
+            request = SteadyRequest(
+                record.kv + kv,
+                record.request.prompt_tokens,
+                record.generated + made,
+                record.request.output_tokens,
+                len(tables.get(rid, ())) + grown.get(rid, 0),
+                page_size,
+                rid in finishes,
+            )
+            horizon = FOREVER
+            for steady_for in computing:
+                lines = steady_for(request)
+                if lines < 0:
+                    return None  # a check has work on it in this line: the full path runs it
+                if lines < horizon:
+                    horizon = lines
+            if not request.finishes and rid not in computes:
+                named[rid] = clock + horizon + 1
+        return named
 
     def schedule(self, named: dict[str, int]) -> None:
         """Note when each request of ``named``, lazy and named in a line just taken in, next

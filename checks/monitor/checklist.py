@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import (
+    FOREVER,
     Monitor,
     Steady,
     SteadyLine,
     per_iteration,
 )
 from kvsched.checks.monitor.schedule import check_schedule
+from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent
 
@@ -173,10 +175,20 @@ def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Findin
     return monitor.batch.check_members(event.iteration, event.active)
 
 
+def _kv_reaches_the_token(request: SteadyRequest) -> int:
+    # DEC-3: the KV computed reaches the token just produced, all but that token itself; DEC-1:
+    # and no further. A decode step adds one of each, so a request that holds it holds it on.
+    lag = request.prompt + request.generated - request.kv
+    return FOREVER if 0 <= lag <= 1 else -1
+
+
 @per_iteration(
     "decode",
     *("DEC-1", "DEC-2", "DEC-3", "REQ-2"),
-    steady=Steady(counted="tokens and KV, one step a line, counted lazily (steady_lazy.py)"),
+    steady=Steady(
+        request=_kv_reaches_the_token,
+        counted="tokens and KV, one step a line, into the records lazily (steady_lazy.py)",
+    ),
 )
 def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
     finding = check_tokens(monitor.requests, event.iteration, event, monitor.computed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import (
+    FOREVER,
     Monitor,
     RunEnd,
     Steady,
@@ -14,6 +15,7 @@ from kvsched.checks.monitor.registry import (
     at_end,
     per_iteration,
 )
+from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.spec.events import IterationEvent
 
 
@@ -46,13 +48,19 @@ def _minimal_pages(monitor: Monitor) -> bool:
     return not monitor.properties.reserve_ahead
 
 
+def _covered_until_the_page_is_full(request: SteadyRequest) -> int:
+    # Minimal now, and for every token its pages still have room for: the next one needs a
+    # page more, which the line that computes it must allocate.
+    size = request.page_size
+    if request.held != -(-request.kv // size):
+        return -1
+    return request.held * size - request.kv
+
+
 @per_iteration(
     "pages",
     "PAGE-1",
-    steady=Steady(
-        log=_minimal_pages,
-        counted="each lazy request named at its next page boundary (steady.py, _steady)",
-    ),
+    steady=Steady(log=_minimal_pages, request=_covered_until_the_page_is_full),
 )
 def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | None:
     """Every active request's pages hold its KV, minimally or within its reservation."""
@@ -87,7 +95,7 @@ def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding
 @per_iteration(
     "slots",
     "BATCH-5",
-    steady=Steady(counted="a steady line computes whole prompts only (steady_lazy.py, computes)"),
+    steady=Steady(counted="a steady line's computes end in their token (steady_ops.py): no chunk"),
 )
 def chunked_only_as_declared(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.order.check_chunking(event.iteration, event, monitor.computed)
@@ -127,13 +135,18 @@ def _fixed_outputs(monitor: Monitor) -> bool:
     return monitor.properties.restart == "recompute"
 
 
+def _finished_at_its_last_token(request: SteadyRequest) -> int:
+    # Finished exactly at its last token; decoding on, the line of its last token must finish it.
+    left = request.output - request.generated
+    if (left == 0) != request.finishes:
+        return -1
+    return left - 1 if left else FOREVER
+
+
 @per_iteration(
     "completion",
     "REQ-2",
-    steady=Steady(
-        log=_fixed_outputs,
-        counted="each lazy request named at its last token (steady.py, _steady)",
-    ),
+    steady=Steady(log=_fixed_outputs, request=_finished_at_its_last_token),
 )
 def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.requests.finish(event.iteration, event.decoded, event.finished)

@@ -37,6 +37,7 @@ from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.prefix import PrefixContent
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
@@ -108,6 +109,10 @@ class SteadyLine(NamedTuple):
 
 LogPredicate = Callable[[Monitor], bool]
 LinePredicate = Callable[[Monitor, SteadyLine], bool]
+RequestPredicate = Callable[[SteadyRequest], int]
+
+FOREVER = 1 << 62
+"""A request predicate's horizon when steady decoding never gives its check work."""
 
 
 def any_log(monitor: Monitor) -> bool:
@@ -123,6 +128,11 @@ class Steady:
     line: LinePredicate | None = None
     """Whether a steady line may skip it; ``None``: every steady line may, its shape excluding
     what the check looks for."""
+    request: RequestPredicate | None = None
+    """For a request the line names: how many more lines it may decode in, one token each,
+    without a line naming it before the check has work on it again; negative if the check has
+    work on it in this line. ``None``: the check never has work on a steadily decoding
+    request."""
     counted: str = ""
     """What of the check the fast path's own counts carry instead (lazy tokens, deferred page
     holders), to be moved into predicates; empty when the predicates say everything."""
