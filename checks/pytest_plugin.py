@@ -11,9 +11,10 @@ scheduler fails its tests instead of hanging or ending the suite.
 
 Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
 ``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``,
-``--kvsched-budget SECONDS``, and ``--kvsched-in-process`` to import and call the target in the
-test process itself (the user's own code, for a debugger; still under the per-call deadline, which
-an alarm enforces there and code that ignores it can dodge).
+``--kvsched-budget SECONDS``, ``--kvsched-save-dir DIR`` (failing workloads; by default in
+kvsched's cache folder, never the folder pytest runs in), and ``--kvsched-in-process`` to import
+and call the target in the test process itself (the user's own code, for a debugger; still under
+the per-call deadline, which an alarm enforces there and code that ignores it can dodge).
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kvsched-profile", choices=PROFILE_NAMES, default=DEFAULT_PROFILE)
     group.addoption("--kvsched-timeout", type=float, default=10.0, metavar="SECONDS")
     group.addoption("--kvsched-budget", type=float, default=600.0, metavar="SECONDS")
+    group.addoption(
+        "--kvsched-save-dir",
+        metavar="DIR",
+        help="where failing workloads are saved (default: counterexamples/ in kvsched's cache "
+        "folder, as for kvsched check; each failure names its file)",
+    )
     group.addoption(
         "--kvsched-in-process",
         action="store_true",
@@ -140,6 +147,7 @@ class KvschedItem(pytest.Item):
     def _report(self) -> Any:
         from kvsched.checks.judge.check import CheckOptions, check_target
         from kvsched.checks.judge.hosted import check_hosted
+        from kvsched.checks.search.profiles import cache_folder
         from kvsched.checks.verdict.files import save_failing_workloads
         from kvsched.spec.workload import load_workload
 
@@ -157,7 +165,8 @@ class KvschedItem(pytest.Item):
                 report = check_target(_load(self.config, self.target), options)
             else:
                 report = check_hosted(self.target, options, _confinement(self.config))
-            save_dir = self.config.rootpath / ".kvsched" / "counterexamples"
+            chosen = self.config.getoption("kvsched_save_dir")
+            save_dir = Path(chosen) if chosen else cache_folder() / "counterexamples"
             reports[key] = save_failing_workloads(report, save_dir)
         return reports[key]
 

@@ -267,7 +267,8 @@ def test_kvsched_mutants_runs_from_a_plain_install_outside_the_repository(tmp_pa
 
 
 def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "KVSCHED_CACHE_DIR": str(cache)}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"]
     targets = [
         "--kvsched-target=kvsched.reference.static:StaticScheduler",
@@ -284,4 +285,5 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
     assert f"FAILED ::kvsched[{MUTANTS}.batching:FinishesTwice][continuous][REQ-2]" in result.stdout
     assert "REQ-2 violated in iteration" in result.stdout
     assert "Smallest failing workload" in result.stdout
-    assert any((tmp_path / ".kvsched" / "counterexamples").iterdir())
+    assert any((cache / "counterexamples").iterdir())
+    assert not (tmp_path / ".kvsched").exists()  # the cache folder, not where pytest ran
