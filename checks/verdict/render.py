@@ -78,10 +78,11 @@ def headline(report: Report) -> str:
     # Each verdict with a finding of its own, past the first one told here.
     more = sum(v.finding is not None for v in failed) - (where != "allocate_kv_pages")
     also = f"; {plural(more, 'more finding')} below" if more > 0 else ""
-    message = first.message.splitlines()[0]
-    return (
-        f"FAIL  {report.target}: {first.invariant}{_when(first)} ({where}): {message}{also} {took}"
-    )
+    message = first.message.splitlines()[0].rstrip(".")
+    # The allocator is called directly, in no iteration: its finding has no "when".
+    when = "" if where == "allocate_kv_pages" else _when(first)
+    said = f"{first.invariant}{when} ({where}): {message}"
+    return f"FAIL  {report.target}: {said}{also} {took}"
 
 
 def allocator_line(allocator: AllocatorVerdict) -> str:
