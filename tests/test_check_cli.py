@@ -20,7 +20,7 @@ from kvsched.checks.eventlog.jsonl import write_log
 from kvsched.checks.mutants.zoo import ZOO
 from kvsched.cli import main
 from kvsched.reference import ContinuousScheduler, StaticScheduler, run
-from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.invariants import BY_ID, CATALOGUE
 from kvsched.spec.teaching import load_teaching_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +100,7 @@ def test_json_and_junit_xml_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture
     # batching, the rest were not checked past the violation.
     assert suites[0].get("skipped") == str(len(CATALOGUE) - 1)
     failed = [c.get("name") for c in suites[0].iter("testcase") if c.find("failure") is not None]
-    assert failed == ["DEC-1 An active request produces at most one token per iteration"]
+    assert failed == [f"DEC-1 {BY_ID['DEC-1'].title}"]
 
 
 def test_event_logs_are_checked_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
