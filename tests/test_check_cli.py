@@ -94,8 +94,13 @@ def test_json_and_junit_xml_for_ci(tmp_path: Path, capsys: pytest.CaptureFixture
     assert statuses["BATCH-2"] == "not applicable"
     assert verdict["finding"]["invariant"] == "DEC-1"
     assert verdict["counterexample"]["workload"]["format"] == 1
-    suites = ElementTree.parse(junit).getroot().findall("testsuite")
+    root = ElementTree.parse(junit).getroot()
+    suites = root.findall("testsuite")
     assert [s.get("failures") for s in suites] == ["1"]
+    # <testsuites> carries the totals and the check's time, as JUnit readers expect.
+    assert (root.get("tests"), root.get("failures")) == (str(len(CATALOGUE)), "1")
+    assert root.get("skipped") == str(len(CATALOGUE) - 1)
+    assert float(root.get("time", "")) == report["seconds"] == float(suites[0].get("time", ""))
     # Every invariant but the violated one is skipped: BATCH-2 does not constrain continuous
     # batching, the rest were not checked past the violation.
     assert suites[0].get("skipped") == str(len(CATALOGUE) - 1)
@@ -269,7 +274,9 @@ def test_kvsched_mutants_runs_from_a_plain_install_outside_the_repository(tmp_pa
 def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "KVSCHED_CACHE_DIR": str(cache)}
+    junit = tmp_path / "junit.xml"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"]
+    command.append(f"--junitxml={junit}")
     targets = [
         "--kvsched-target=kvsched.reference.static:StaticScheduler",
         f"--kvsched-target={MUTANTS}.batching:FinishesTwice",
@@ -282,8 +289,23 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
     # The reference: 18 invariants hold, BATCH-3 and BATCH-5 do not apply to static batching.
     # The mutant: REQ-2 fails, the 19 others do not apply or were not checked past it.
     assert "1 failed, 18 passed, 21 skipped" in result.stdout
-    assert f"FAILED ::kvsched[{MUTANTS}.batching:FinishesTwice][continuous][REQ-2]" in result.stdout
+    # Under the module's path below its import root, so the JUnit classname reads as one too.
+    node = f"kvsched/checks/mutants/batching.py::kvsched[{MUTANTS}.batching:FinishesTwice]"
+    assert f"FAILED {node}[continuous][REQ-2]" in result.stdout
     assert "REQ-2 violated in iteration" in result.stdout
     assert "Smallest failing workload" in result.stdout
     assert any((cache / "counterexamples").iterdir())
     assert not (tmp_path / ".kvsched").exists()  # the cache folder, not where pytest ran
+    cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
+    assert {case.get("classname") for case in cases} == {
+        "kvsched.reference.static",
+        "kvsched.checks.mutants.batching",
+    }
+    # Each check ran before the tests: its time is a property, not the first test's time.
+    timed = [case for case in cases if case.find("properties") is not None]
+    assert len(timed) == 2
+    assert all(float(case.get("time", "")) < 1 for case in cases)
+    for case in timed:
+        [seconds] = case.iter("property")
+        assert seconds.get("name") == "kvsched_check_seconds"
+        assert float(seconds.get("value", "")) > 0

@@ -155,6 +155,14 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
                 suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
             else:
                 ElementTree.SubElement(case, "system-out").text = f"{row.status}: {row.how}"
+    # The totals, and the time: the check is timed whole, not per invariant, so a testcase has
+    # no time of its own; a lone suite is the whole check.
+    suites = root.findall("testsuite")
+    for total in ("tests", "failures", "errors", "skipped"):
+        root.set(total, str(sum(int(suite.get(total, "0")) for suite in suites)))
+    root.set("time", f"{report.seconds:.3f}")
+    if len(suites) == 1:
+        suites[0].set("time", f"{report.seconds:.3f}")
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(
         root, encoding="unicode"
