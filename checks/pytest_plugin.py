@@ -8,8 +8,8 @@ invariant that holds passes, a violation fails with the explanation ``kvsched ch
 smallest workload, the last iterations), and an invariant that does not apply to the policy is
 skipped. The target is checked once, before the tests run (its time is the
 ``kvsched_check_seconds`` property of its first test, in JUnit too), the way ``kvsched check``
-checks it: in a process of its own, under the per-call timeout and the overall budget, so a hanging or exiting
-scheduler fails its tests instead of hanging or ending the suite.
+checks it: in a process of its own, under the per-call timeout and the overall budget, so a
+hanging or exiting scheduler fails its tests instead of hanging or ending the suite.
 
 Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
 ``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``,
