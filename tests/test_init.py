@@ -58,7 +58,9 @@ def test_the_learner_starter_fails_as_it_says_until_its_todos_are_done(here: Pat
     typed = shell(command, here)
     assert typed.returncode == 1, typed.stdout + typed.stderr
     first = typed.stdout.splitlines()[0]
-    assert first.startswith("FAIL  starter/solution.py: PAGE-1 (allocate_kv_pages): "), first
+    assert first.startswith(
+        "FAIL  starter/solution.py: VIOLATION found: PAGE-1 (allocate_kv_pages): "
+    ), first
     assert "LIVE-2 violated in iteration 1" in typed.stdout
     # The three TODOs, done as spec/learner.md asks: the starter then passes.
     solution = here / "starter" / "solution.py"

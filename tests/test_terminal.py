@@ -77,7 +77,9 @@ def test_a_finding_is_the_first_line_coloured_on_a_terminal(tmp_path: Path) -> N
     assert code == 1, drawn
     assert "\x1b[1;31mFAIL\x1b[0m" in drawn
     first = ANSI.sub("", drawn[drawn.index("FAIL") :]).splitlines()[0]
-    assert first.startswith(f"FAIL  {argv[1]}: PAGE-3 violated in iteration 1 (static batching): ")
+    assert first.startswith(
+        f"FAIL  {argv[1]}: VIOLATION found: PAGE-3 in iteration 1 (static batching): "
+    )
     assert re.search(r"\(\d+\.\d s\)$", first), first
 
 
@@ -101,7 +103,7 @@ def test_output_for_programs_is_plain_and_stderr_silent(tmp_path: Path, how: str
     if how == "--json":
         assert json.loads(out)["exit_code"] == 1
     else:
-        assert out.startswith(f"FAIL  {argv[1]}: PAGE-3 violated in iteration 1"), out
+        assert out.startswith(f"FAIL  {argv[1]}: VIOLATION found: PAGE-3 in iteration 1"), out
         assert "allocate_kv_pages: holds on 82 cases" in out
         assert out.count("allocate_kv_pages: holds") == 1  # no early copy off a terminal
 

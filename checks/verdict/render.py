@@ -81,7 +81,7 @@ def headline(report: Report) -> str:
     message = first.message.splitlines()[0].rstrip(".")
     # The allocator is called directly, in no iteration: its finding has no "when".
     when = "" if where == "allocate_kv_pages" else _when(first)
-    said = f"{first.invariant}{when} ({where}): {message}"
+    said = f"VIOLATION found: {first.invariant}{when} ({where}): {message}"
     return f"FAIL  {report.target}: {said}{also} {took}"
 
 
@@ -155,9 +155,9 @@ def _efficiency_line(verdict: Verdict) -> str:
 
 def _when(finding: Finding) -> str:
     if finding.iteration:
-        return f" violated in iteration {finding.iteration}"
+        return f" in iteration {finding.iteration}"
     # iteration 0: decided at the end of the run, or a call outside any iteration
-    return " violated" if finding.invariant == "PROTO-1" else " violated at the end of the run"
+    return "" if finding.invariant == "PROTO-1" else " at the end of the run"
 
 
 def explain(verdict: Verdict, reproduce: str = "") -> str:
@@ -166,7 +166,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     assert finding is not None
     lines = [
         "",
-        f"{finding.invariant}{_when(finding)}: {BY_ID[finding.invariant].title}.",
+        f"{finding.invariant} violated{_when(finding)}: {BY_ID[finding.invariant].title}.",
         *(f"  {line}" for line in finding.message.splitlines()),
     ]
     failing = verdict.counterexample
