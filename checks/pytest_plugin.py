@@ -2,22 +2,27 @@
 
 Installed with kvsched (entry point ``pytest11``), it does nothing unless ``--kvsched-target`` is
 given. Then every target (the option may repeat; any form ``kvsched check`` takes) becomes one
-test per invariant and policy, named like ``kvsched[pkg.mod:Sched][continuous][PAGE-2]``: an
+test per invariant and policy, named like ``kvsched[pkg.mod:Sched][continuous][PAGE-2]`` under
+the target's path (``pkg/mod.py::kvsched[...]``, or the file or log it names): an
 invariant that holds passes, a violation fails with the explanation ``kvsched check`` prints (the
 smallest workload, the last iterations), and an invariant that does not apply to the policy is
-skipped. The target is checked once, on its first test, the way ``kvsched check`` checks it: in
-a process of its own, under the per-call timeout and the overall budget, so a hanging or exiting
-scheduler fails its tests instead of hanging or ending the suite.
+skipped. The target is checked once, before the tests run (its time is the
+``kvsched_check_seconds`` property of its first test, in JUnit too), the way ``kvsched check``
+checks it: in a process of its own, under the per-call timeout and the overall budget, so a
+hanging or exiting scheduler fails its tests instead of hanging or ending the suite.
 
 Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
 ``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``,
-``--kvsched-budget SECONDS``, and ``--kvsched-in-process`` to import and call the target in the
-test process itself (the user's own code, for a debugger; still under the per-call deadline, which
-an alarm enforces there and code that ignores it can dodge).
+``--kvsched-budget SECONDS``, ``--kvsched-save-dir DIR`` (failing workloads; by default in
+kvsched's cache folder, never the folder pytest runs in), and ``--kvsched-in-process`` to import
+and call the target in the test process itself (the user's own code, for a debugger; still under
+the per-call deadline, which an alarm enforces there and code that ignores it can dodge).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +50,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kvsched-timeout", type=float, default=10.0, metavar="SECONDS")
     group.addoption("--kvsched-budget", type=float, default=600.0, metavar="SECONDS")
     group.addoption(
+        "--kvsched-save-dir",
+        metavar="DIR",
+        help="where failing workloads are saved (default: counterexamples/ in kvsched's cache "
+        "folder, as for kvsched check; each failure names its file)",
+    )
+    group.addoption(
         "--kvsched-in-process",
         action="store_true",
         help="import and call the target in this process (trusted code only)",
@@ -66,12 +77,18 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
     from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget
 
     config = session.config
+    path = _where(config, target)
+    try:
+        where = str(path.relative_to(config.rootpath))
+    except ValueError:  # outside the root: a relative path still, as pytest writes one
+        where = os.path.relpath(path, config.rootpath)
+    parent = KvschedTarget.from_parent(session, path=path, nodeid=where, target=target)
     try:
         loaded = _load(config, target)
     except _Unloadable as error:
         return [
             KvschedItem.from_parent(
-                session,
+                parent,
                 name=f"kvsched[{target}]",
                 target=target,
                 policy="",
@@ -94,9 +111,57 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
                 continue
             label = f"kvsched[{target}][{policy or 'declared'}][{invariant}]"
             items.append(KvschedItem.from_parent(
-                session, name=label, target=target, policy=policy, invariant=invariant
+                parent, name=label, target=target, policy=policy, invariant=invariant
             ))  # fmt: skip
     return items
+
+
+def _where(config: pytest.Config, target: str) -> Path:
+    """The file a target's tests sit under, found without importing anything of the target's:
+    the solution, class file or log it names, or for ``pkg.mod:Class`` the module's path below
+    its import root (``pkg/mod.py``), so node ids and JUnit class names read as a path."""
+    from kvsched.checks.targets.load import is_event_log
+
+    if target == "-":
+        return config.rootpath / "stdin"
+    if is_event_log(target):
+        return Path(target).absolute()
+    name = target.partition(":")[0] if ".py:" in target else target
+    if name.endswith(".py"):
+        return Path(name).absolute()
+    module = target.partition(":")[0]
+    return config.rootpath / (module.replace(".", "/") + ".py")
+
+
+class KvschedTarget(pytest.File):
+    """The node a target's tests hang from, named by :func:`_where`'s path."""
+
+    def __init__(self, *, target: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.target = target
+
+    def collect(self) -> list[pytest.Item]:  # its items are made by the hook above
+        return []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Check each target whose tests were selected before any test runs, so that the check's
+    time is booked to no single invariant (JUnit would give it all to the first); it is stated
+    instead as the ``kvsched_check_seconds`` property of the target's first test."""
+    if _REPORTS not in session.config.stash or session.config.option.collectonly:
+        return
+    first: dict[str, KvschedItem] = {}
+    for item in session.items:
+        if isinstance(item, KvschedItem) and not item.load_error:
+            first.setdefault(item.target, item)
+    for item in first.values():
+        started = time.monotonic()
+        try:
+            item.checked()
+        except Exception:  # raised again, with its traceback, by the first test that needs it
+            continue
+        item.user_properties.append(("kvsched_check_seconds", round(time.monotonic() - started, 3)))
 
 
 class KvschedItem(pytest.Item):
@@ -117,7 +182,7 @@ class KvschedItem(pytest.Item):
 
         if self.load_error:
             raise KvschedFailure(f"cannot load the target: {self.load_error}")
-        report = self._report()
+        report = self.checked()
         if self.invariant == "allocate_kv_pages":
             finding = report.allocator.finding if report.allocator else None
             if finding is not None:
@@ -137,9 +202,10 @@ class KvschedItem(pytest.Item):
                 pytest.skip(f"{row.status}: {row.how}")
             return
 
-    def _report(self) -> Any:
+    def checked(self) -> Any:
         from kvsched.checks.judge.check import CheckOptions, check_target
         from kvsched.checks.judge.hosted import check_hosted
+        from kvsched.checks.search.profiles import cache_folder
         from kvsched.checks.verdict.files import save_failing_workloads
         from kvsched.spec.workload import load_workload
 
@@ -157,7 +223,8 @@ class KvschedItem(pytest.Item):
                 report = check_target(_load(self.config, self.target), options)
             else:
                 report = check_hosted(self.target, options, _confinement(self.config))
-            save_dir = self.config.rootpath / ".kvsched" / "counterexamples"
+            chosen = self.config.getoption("kvsched_save_dir")
+            save_dir = Path(chosen) if chosen else cache_folder() / "counterexamples"
             reports[key] = save_failing_workloads(report, save_dir)
         return reports[key]
 
@@ -166,8 +233,8 @@ class KvschedItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.target, None, self.name
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, self.name
 
 
 class KvschedFailure(Exception):

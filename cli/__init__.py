@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["allocate_kv_pages"]
-__version__ = "0.1.0"
+__all__ = ["__version__", "allocate_kv_pages"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one home for the version: pyproject.toml, as installed
+        from importlib.metadata import version
+
+        return version("kvsched")
     if name == "allocate_kv_pages":
         from kvsched.reference.pages import allocate_kv_pages
 

@@ -19,6 +19,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
+from importlib.metadata import version
 from types import FrameType
 from typing import Any, TextIO
 
@@ -38,6 +39,7 @@ COMMANDS = (
     "bench",
     "prove",
     "synth",
+    "init",
 )
 
 
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Verify and benchmark schedulers of LLM-serving engines (paged KV cache, "
         "static and continuous batching).",
     )
+    parser.add_argument("--version", action="version", version=f"kvsched {version('kvsched')}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in COMMANDS:

@@ -29,7 +29,7 @@ from .figures import (
     slug,
 )
 from .gantt import draw_spans
-from .observations import active_and_waiting, idle_slot_words
+from .observations import active_and_waiting, idle_slot_words, idle_slots
 
 CROWD_FROM = 300
 """Workloads of more requests than this get the crowd timeline instead of a row per request."""
@@ -102,7 +102,7 @@ def _draw_counts(waiting_ax: Any, slots_ax: Any, case: CaseRun, colour: str) -> 
     limit = case.workload.limits.batch_limit
     busy = np.asarray(active, dtype=float)
     queued = np.asarray(waiting, dtype=float)
-    idle = np.where(queued > 0, limit - busy, 0.0)
+    idle = np.asarray(idle_slots(case), dtype=float)
     width = max(1, -(-len(busy) // MAX_BINS))
     if width > 1:
         busy, queued, idle = (_binned(series, width) for series in (busy, queued, idle))
@@ -155,7 +155,7 @@ def _legend(figure: Any, cases: Sequence[CaseRun], zoom: bool) -> None:
         Patch(color=policy_colour(c.policy, i), label=f"in the batch ({c.policy})")
         for i, c in enumerate(cases)
     ]
-    handles.append(Patch(color=IDLE_COLOUR, label="slot idle while a request waits"))
+    handles.append(Patch(color=IDLE_COLOUR, label="slot idle while a fitting request waits"))
     if zoom:
         handles.append(Patch(color=ZOOM_COLOUR, label="zoom window"))
     figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
@@ -167,7 +167,7 @@ def _caption(cases: Sequence[CaseRun], window: range, bins: int) -> str:
         f"{numbers.counted(len(workload.requests), 'request')}, too many for a row each. Top: "
         "requests waiting (arrived, not admitted) in each iteration. Middle: decode slots in use "
         f"(batch limit {numbers.count(workload.limits.batch_limit)}, dashed) and, in red, slots "
-        "left idle while a request waited: "
+        "left idle while a fitting request waited: "
         + "; ".join(idle_slot_words(case) for case in cases)
         + "."
     )

@@ -26,7 +26,7 @@ from .figures import (
 )
 from .handover import Handover, first_handover
 from .observations import idle_slot_words
-from .series import RequestSpan, idle_slots_while_waiting
+from .series import RequestSpan
 
 LABELLED_ROWS = 40
 """Up to this many requests each row is a labelled bar; beyond it rows are thin lines."""
@@ -93,7 +93,9 @@ def plot_membership(cases: Sequence[CaseRun], folder: Path) -> Plot:
     if strip:
         caption += (
             " Below: decode slots in use per iteration, and in red the slots left idle while a "
-            "request was waiting: " + "; ".join(idle_slot_words(case) for case in cases) + "."
+            "fitting request was waiting: "
+            + "; ".join(idle_slot_words(case) for case in cases)
+            + "."
         )
     if len({case.metrics.iterations for case in cases}) > 1:
         caption += " Each policy has its own time axis."
@@ -213,7 +215,7 @@ def _draw_slots(ax: Any, case: CaseRun, colour: str) -> None:
             color="#666666",
         )
         return
-    idle = idle_slots_while_waiting(series, limit)
+    idle = series.idle
     edges = list(range(len(series.active) + 1))
     if series.active:
         ax.stairs(series.active, edges, fill=True, color=colour)
@@ -230,5 +232,5 @@ def _legend(figure: Any, cases: Sequence[CaseRun], strip: bool) -> None:
         for i, c in enumerate(cases)
     ]
     if strip:
-        handles.append(Patch(color=IDLE_COLOUR, label="slot idle while a request waits"))
+        handles.append(Patch(color=IDLE_COLOUR, label="slot idle while a fitting request waits"))
     figure.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kvsched.checks.verdict.files import write_file
 
@@ -19,8 +20,30 @@ from .gate import Threshold
 from .history import History
 from .render import Block, Bullets, Heading, Image, Paragraph, Table, to_html, to_markdown
 
-SIDE_LEGEND_FROM = 6
-"""Beyond this many cases the legend moves to a column on the right, each case its own colour."""
+SMALL_MULTIPLES_FROM = 7
+"""From this many cases each gets a panel of its own: one plot of many lines needs more colours
+than the eye tells apart and a legend longer than the plot."""
+COLUMNS = 4
+"""Panels per row of the small multiples."""
+
+
+def plot_history(history: History, folder: Path) -> Plot:
+    """Draw one metric over commits, moved commits ringed: one plot, or a panel per case."""
+    name = f"history-{slug(history.metric)}.png"
+    many = len(history.series) >= SMALL_MULTIPLES_FROM
+    with report_style():
+        figure = _panels(history) if many else _one_plot(history)
+        png = save_png(figure, folder / name)
+    what = (
+        "one panel per case, the cases that moved most first, each on its own scale"
+        if many
+        else "one line per case"
+    )
+    caption = (
+        f"`{history.metric}` at each of {numbers.counted(len(history.commits), 'commit')}, "
+        f"{what}; a red ring marks a commit where the figure moved from the one before."
+    )
+    return Plot(name, f"{history.metric} over commits", caption, png)
 
 
 def _colour(label: str, order: int, lines: int) -> str:
@@ -28,56 +51,86 @@ def _colour(label: str, order: int, lines: int) -> str:
         return policy_colour(label.rpartition(" / ")[2], order)
     from matplotlib import colormaps
 
-    red, green, blue, _ = colormaps["tab20"](order % 20)
+    red, green, blue, _ = colormaps["tab10"](order % 10)
     return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
 
 
-def plot_history(history: History, folder: Path) -> Plot:
-    """Draw one metric over commits, moved commits ringed."""
-    name = f"history-{slug(history.metric)}.png"
+def _one_plot(history: History) -> Any:
+    figure = new_figure(max(8.0, 0.5 * len(history.commits) + 4), 4.2)
+    ax = figure.subplots()
+    for order, (label, values) in enumerate(history.series.items()):
+        colour = _colour(label, order, len(history.series))
+        _draw(ax, history, label, values, colour)
+        ax.plot([], [], marker="o", color=colour, label=label)
+    if history.moved:
+        ax.scatter([], [], s=180, facecolors="none", edgecolors=IDLE_COLOUR, label="moved")
+    ax.set_xticks(range(len(history.commits)), history.commits, rotation=45, ha="right")
+    ax.set_xlabel("commit, oldest first")
+    ax.set_ylabel(f"{history.metric}" + (f" ({history.unit})" if history.unit else ""))
+    figure.legend(loc="outside lower center", ncols=3, frameon=False, fontsize="small")
+    return figure
+
+
+def _panels(history: History) -> Any:
+    """Small multiples: a panel per case, in rows of :data:`COLUMNS`, oldest commit left."""
+    labels = _by_change(history)
+    rows = -(-len(labels) // COLUMNS)
+    figure = new_figure(COLUMNS * 3.4, rows * 2.1 + 0.6)
+    axes = list(figure.subplots(rows, COLUMNS, squeeze=False).flat)
+    last = len(history.commits) - 1
+    for index, (ax, label) in enumerate(zip(axes, labels, strict=False)):
+        _draw(ax, history, label, history.series[label], policy_colour("", 0), size=40)
+        ax.set_title(label, fontsize="small", loc="left")
+        bottom = index + COLUMNS >= len(labels)  # the lowest panel of its column
+        ticks = sorted({0, last})
+        ax.set_xticks(ticks, [history.commits[t] for t in ticks] if bottom else [])
+        ax.tick_params(labelsize="x-small")
+    for ax in axes[len(labels) :]:
+        ax.set_visible(False)
+    unit = f" ({history.unit})" if history.unit else ""
+    figure.suptitle(f"{history.metric}{unit}, commits oldest first", fontsize="small")
+    return figure
+
+
+def _draw(
+    ax: Any,
+    history: History,
+    label: str,
+    values: Sequence[float | None],
+    colour: str,
+    size: int = 180,
+) -> None:
     moved = set(history.moved)
-    lines = len(history.series)
-    longest = max((len(label) for label in history.series), default=10)
-    with report_style():
-        # Many cases: a legend column to the right, one colour each, the figure as tall as it.
-        side = lines > SIDE_LEGEND_FROM
-        width = max(8.0, 0.5 * len(history.commits) + 4) + (0.075 * longest if side else 0)
-        figure = new_figure(width, max(4.2, 0.2 * lines + 1.2) if side else 4.2)
-        ax = figure.subplots()
-        positions = range(len(history.commits))
-        for order, (label, values) in enumerate(history.series.items()):
-            colour = _colour(label, order, lines)
-            points = [(x, v) for x, v in zip(positions, values, strict=True) if v is not None]
-            ax.plot([x for x, _ in points], [v for _, v in points], marker="o", color=colour)
-            ax.plot([], [], marker="o", color=colour, label=label)
-            rings = [(x, v) for x, v in points if (label, x) in moved]
-            ax.scatter(
-                [x for x, _ in rings],
-                [v for _, v in rings],
-                s=180,
-                facecolors="none",
-                edgecolors=IDLE_COLOUR,
-                linewidths=2,
-                zorder=3,
-            )
-        if history.moved:
-            ax.scatter([], [], s=180, facecolors="none", edgecolors=IDLE_COLOUR, label="moved")
-        ax.set_xticks(list(positions), history.commits, rotation=45, ha="right")
-        ax.set_xlabel("commit, oldest first")
-        ax.set_ylabel(f"{history.metric}" + (f" ({history.unit})" if history.unit else ""))
-        ax.set_ylim(bottom=0)
-        ax.grid(axis="y", color="#eeeeee")
-        ax.set_axisbelow(True)
-        if side:
-            figure.legend(loc="outside right upper", ncols=1, frameon=False, fontsize="x-small")
-        else:
-            figure.legend(loc="outside lower center", ncols=3, frameon=False, fontsize="small")
-        png = save_png(figure, folder / name)
-    caption = (
-        f"`{history.metric}` at each of {numbers.counted(len(history.commits), 'commit')}, "
-        "one line per case; a red ring marks a commit where the figure moved from the one before."
+    points = [(x, v) for x, v in enumerate(values) if v is not None]
+    ax.plot([x for x, _ in points], [v for _, v in points], marker="o", color=colour)
+    rings = [(x, v) for x, v in points if (label, x) in moved]
+    ax.scatter(
+        [x for x, _ in rings],
+        [v for _, v in rings],
+        s=size,
+        facecolors="none",
+        edgecolors=IDLE_COLOUR,
+        linewidths=2,
+        zorder=3,
     )
-    return Plot(name, f"{history.metric} over commits", caption, png)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", color="#eeeeee")
+    ax.set_axisbelow(True)
+
+
+def _by_change(history: History) -> list[str]:
+    """The cases, those with a marked move first, then by how far the figure went from its
+    first value to its last, relative to the first."""
+    marked = {label for label, _ in history.moved}
+
+    def change(label: str) -> float:
+        present = [v for v in history.series[label] if v is not None]
+        if len(present) < 2:
+            return 0.0
+        first, final = present[0], present[-1]
+        return abs(final - first) / max(abs(first), 1e-9)
+
+    return sorted(history.series, key=lambda label: (label not in marked, -change(label)))
 
 
 def history_blocks(

@@ -62,11 +62,12 @@ def signed(number: float, unit: str = "", like: Sequence[float] = ()) -> str:
 
 
 def signed_percent(number: float) -> str:
-    """A relative change: ``+5.0%``, ``-12.3%``, ``0%``, ``+inf%`` from a baseline of 0."""
+    """A relative change: ``+5.0%``, ``-12.3%``, ``0%``; ``new`` from a baseline of 0, where no
+    ratio exists (an infinite one reads as a number it is not)."""
     if number == 0:
         return "0%"
     if math.isinf(number):
-        return "+inf%" if number > 0 else "-inf%"
+        return "new"
     return f"{number:+,.{PERCENT_DECIMALS}f}%"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Workload
 
@@ -44,6 +45,10 @@ class IterationSeries:
     """Distinct pages in the active requests' tables (7.5)."""
     wasted_slots: tuple[int, ...]
     """Allocated but unfilled token slots (7.6)."""
+    idle: tuple[int, ...] = ()
+    """Slots idle while a fitting request waited: EFF-1 iteration by iteration, as
+    :class:`~kvsched.reference.efficiency.Meter` counts it, so they add up to the figure the
+    report's table gives (one definition, one number)."""
 
 
 def request_spans(workload: Workload, events: Sequence[IterationEvent]) -> tuple[RequestSpan, ...]:
@@ -66,7 +71,12 @@ def iteration_series(workload: Workload, events: Sequence[IterationEvent]) -> It
     prompts = {r.id: r.prompt_tokens for r in workload.requests}
     generated: dict[str, int] = {}
     wasted: list[int] = []
+    idle: list[int] = []
+    meter = Meter(workload)
     for event in events:
+        counted = meter.idle
+        meter.observe(event)
+        idle.append(meter.idle - counted)
         for request_id in event.decoded:
             generated[request_id] = generated.get(request_id, 0) + 1
         # Section 7.6: slots allocated to a request beyond its context after this token.
@@ -81,18 +91,7 @@ def iteration_series(workload: Workload, events: Sequence[IterationEvent]) -> It
         waiting=tuple(len(e.waiting) for e in events),
         pages_in_use=tuple(e.pages_in_use for e in events),
         wasted_slots=tuple(wasted),
-    )
-
-
-def idle_slots_while_waiting(series: IterationSeries, batch_limit: int) -> tuple[int, ...]:
-    """Free decode slots in each iteration in which some request was waiting.
-
-    Under static batching these are the slots BATCH-2 keeps idle until the batch drains; under
-    continuous batching they stay idle only when the head of the queue does not fit its pages.
-    """
-    return tuple(
-        (batch_limit - active) if waiting else 0
-        for active, waiting in zip(series.active, series.waiting, strict=True)
+        idle=tuple(idle),
     )
 
 

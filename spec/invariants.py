@@ -101,8 +101,10 @@ CATALOGUE: tuple[Invariant, ...] = (
     ),
     Invariant(
         "DEC-1",
-        "An active request produces at most one token per iteration",
-        "A decode step samples one token per sequence; two is a double-scheduled request.",
+        "An active request produces at most one token per iteration (exactly one in the lesson "
+        "model), and has KV for no token that does not exist",
+        "A decode step samples one token per sequence; two is a double-scheduled request, none "
+        "in the lesson model a request left out of the step.",
         ("any",),
         "reference/scheduler.py schedule; monitor",
     ),

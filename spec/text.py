@@ -39,7 +39,8 @@ def describe_workload(workload: Workload) -> list[str]:
     for r in workload.requests:
         lines.append(
             f"{r.id}: arrives at time {r.arrival} (may join from iteration {r.arrival + 1}), "
-            f"prompt of {r.prompt_tokens} tokens, wants {plural(r.output_tokens, 'output token')}."
+            f"prompt of {plural(r.prompt_tokens, 'token')}, "
+            f"wants {plural(r.output_tokens, 'output token')}."
         )
     return lines
 
@@ -47,15 +48,19 @@ def describe_workload(workload: Workload) -> list[str]:
 def describe_event(event: IterationEvent) -> str:
     """One iteration as the monitor saw it, in one line."""
     parts = [f"iteration {event.iteration}:"]
+    for rid in event.preempted:  # before anything else: a preemption frees pages for the rest
+        released = [p for op in event.schedule if op.kind == "free" and op.request == rid
+                    for p in op.pages]  # fmt: skip
+        parts.append(f"{rid} preempted, frees page ids {page_list(released)}, back to the queue;")
     if event.admitted:
         parts.append(f"{id_list(event.admitted)} join;")
     parts.append(f"active {id_list(event.active) or 'nobody'};")
     parts.append(f"tokens for {id_list(event.decoded) or 'nobody'};")
     if event.page_tables:
         tables = ", ".join(f"{rid} {page_list(p)}" for rid, p in event.page_tables.items())
-        parts.append(f"pages {tables};")
+        parts.append(f"page ids {tables};")
     for rid in event.finished:
-        parts.append(f"{rid} finishes, frees {page_list(event.freed.get(rid, ()))};")
+        parts.append(f"{rid} finishes, frees page ids {page_list(event.freed.get(rid, ()))};")
     free = f"{plural(event.free_pages, 'page')} free"
     parts.append(f"{free}; waiting {id_list(event.waiting)}" if event.waiting else free)
     return " ".join(parts)

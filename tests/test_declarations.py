@@ -17,7 +17,8 @@ from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.targets.load import TargetError
 from kvsched.checks.verdict.declarations import declared, excuses
-from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
+from kvsched.checks.verdict.machine import render_json, render_junit_xml
+from kvsched.checks.verdict.render import render_table
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine import run

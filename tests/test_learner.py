@@ -26,7 +26,8 @@ from kvsched.checks.search.strategies import workloads
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import load_target
-from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
+from kvsched.checks.verdict.machine import render_json, render_junit_xml
+from kvsched.checks.verdict.render import render_table
 from kvsched.reference import POLICIES, allocate_kv_pages, run
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload

@@ -110,7 +110,10 @@ def test_committed_teaching_report_is_current(
     monkeypatch.chdir(tmp_path)
     assert main(["report", "--name", "teaching", "--out", "reports", "--no-plots"]) == 0
     fresh = read_results(tmp_path / "reports" / "teaching" / "results.json")
-    stale = "reports/teaching/ is stale: regenerate it with `kvsched report` from the repo root"
+    stale = (
+        "reports/teaching/ is stale: regenerate it from the repo root with "
+        "`kvsched report --name teaching --out reports`"
+    )
     # The provenance (commit, time) differs from run to run; the figures must not.
     assert fresh.cases == read_results(committed / "results.json").cases, stale
 

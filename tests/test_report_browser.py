@@ -47,6 +47,8 @@ addEventListener("load", () => {
   const out = {
     viewport: [innerWidth, innerHeight],
     images: [...document.images].map((i) => [i.complete, i.naturalWidth, i.naturalHeight]),
+    shown: [...document.images].map((i) => [i.getBoundingClientRect().width,
+                                            i.getBoundingClientRect().height]),
     banner: banner ? box(banner) : null,
     bannerShown: banner ? getComputedStyle(banner).display !== "none" : false,
     breaches: table ? box(table) : null,
@@ -130,3 +132,36 @@ def test_a_large_report_loads_its_timeline(tmp_path: Path) -> None:
     assert all(complete and width > 0 for complete, width, _ in images)
     top, bottom = seen["banner"]  # type: ignore[misc]
     assert top >= 0 and bottom <= HEIGHT
+
+
+def test_a_history_of_26_cases_stays_readable(tmp_path: Path) -> None:
+    """26 cases over 5 commits: a panel each, the movers first, each panel wide enough to read
+    on a 1400-pixel screen, instead of 26 lines in repeated colours under one legend."""
+    from kvsched.reports.provenance import Provenance
+    from kvsched.reports.results import CaseResult, ResultSet, write_results
+
+    kept = tmp_path / "kept"
+    for day, commit in enumerate(("1111111", "2222222", "3333333", "4444444", "5555555")):
+        cases = tuple(
+            CaseResult(f"family-{n}", "continuous", {"p95_wait": 10.0 + n + (n == 7) * day}, {})
+            for n in range(26)
+        )
+        when = f"2026-01-{day + 1:02d}T00:00:00Z"
+        provenance = Provenance("0.1.0", commit * 5 + "aaaaa", False, when)
+        (kept / commit).mkdir(parents=True)
+        write_results(
+            ResultSet("runs", cases, provenance=provenance), kept / commit / "results.json"
+        )
+    out = tmp_path / "out"
+    assert main(["report", "--history", str(kept), "--metric", "p95_wait", "--out", str(out)]) == 0
+    page = out / "history" / "history.html"
+    assert "one panel per case, the cases that moved most first" in page.read_text()
+    seen = probe(page, tmp_path)
+    [(complete, width, height)] = seen["images"]  # type: ignore[misc]
+    [(shown_width, shown_height)] = seen["shown"]  # type: ignore[misc]
+    assert complete and width > 0 and height > 0
+    # 7 rows of 4 panels: each at least 300 pixels wide and 150 high as the page shows it.
+    assert shown_width <= WIDTH
+    assert shown_width / 4 >= 300 and shown_height / 7 >= 150, (shown_width, shown_height)
+    markdown = (out / "history" / "history.md").read_text()
+    assert "`55555555` (family-7 / continuous)" in markdown

@@ -136,9 +136,12 @@ def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size:
     if answer["pages"] != expected["pages"]:
         fewer = answer["pages"] < expected["pages"]
         reason = (
-            f"{answer['pages']} pages of {page_size} slots cannot hold {tokens} tokens"
+            f"{plural(answer['pages'], 'page')} of {plural(page_size, 'slot')} cannot hold "
+            f"{plural(tokens, 'token')}"
             if fewer
-            else f"{tokens} tokens need only {expected['pages']} pages of {page_size} slots; "
+            else f"{plural(tokens, 'token')} {'needs' if tokens == 1 else 'need'} only "
+            f"{plural(expected['pages'], 'page')} of "
+            f"{plural(page_size, 'slot')}; "
             f"{plural(answer['pages'], 'page')} leave at least one "
             "page with no token in it"
         )

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from kvsched.checks import progress
 from kvsched.checks.judge.allocator import check_allocator
 from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.judge.grade import enforce
@@ -117,6 +118,7 @@ def check_target(
             modelled = modelled_policy(target.factory)
         if verdict.ok and options.proof_requests and modelled and modelled == policy:
             size = options.proof_requests
+            progress.phase(f"{policy}: Z3 induction proofs, {size} symbolic requests")
             proved = proved_invariants(policy, size)  # Z3's own resource budget
             evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
             verdict = verdict_report.with_evidence(verdict, evidence, properties)
@@ -126,6 +128,7 @@ def check_target(
         allocator = None
         if solution.allocate_kv_pages is not None:
             allocator = check_allocator(solution.allocate_kv_pages, deadline, options.strict_inputs)
+            progress.result(allocator)
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
@@ -185,6 +188,7 @@ def check_scheduler(
 
     runs, excused = 0, Excused()  # what the declarations excused, over the runs judged
     for workload, source in fixed:
+        progress.phase(f"{policy or 'declared'}: monitor on {source} ({workload.name})")
         runs += 1
         names += [source] if source not in names else []
         finding, figures, seen = trial.measured(workload)

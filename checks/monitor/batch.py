@@ -14,6 +14,7 @@ from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.text import plural
 from kvsched.spec.workload import Limits, pages_for
 
 
@@ -140,7 +141,7 @@ class BatchRules:
                 if self.pages.free >= needed:  # but for the watermark
                     requests.tally.watermarked(n)
                 return None
-            why = f"{self.pages.free} pages were free and it needs at most {needed}"
+            why = f"{plural(self.pages.free, 'page')} were free and it needs at most {needed}"
         return Finding(
             "BATCH-3",
             n,

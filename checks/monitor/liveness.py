@@ -22,6 +22,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.text import plural
 from kvsched.spec.workload import pages_for
 
 
@@ -88,6 +89,6 @@ class LivenessRules:
             return None
         message = (
             f"nothing ran in iteration {n} while {head!r} waited at the head of the queue and "
-            f"fitted: it needs {needed} pages and {self.pages.free} were free"
+            f"fitted: it needs {plural(needed, 'page')} and {self.pages.free} were free"
         )
         return Finding("LIVE-2", n, message, requests=(head,))

@@ -195,7 +195,7 @@ class PageLedger:
                 n,
                 f"request {rid!r} has KV for {plural(kv_tokens, 'token')} in iteration {n}, "
                 f"which needs {plural(needed, 'page')} of {plural(self.page_size, 'slot')}, but "
-                f"holds {held}: KV written past the pages held",
+                f"holds {plural(held, 'page')}: KV written past the pages held",
                 (),
                 rid,
             )
@@ -229,9 +229,9 @@ class PageLedger:
             return _found(
                 "PAGE-3",
                 n,
-                f"the scheduler counts {reported} free pages after "
-                f"iteration {n}, but {self.usable} usable pages minus "
-                f"{len(self.holders)} held leaves {self.free}",
+                f"the scheduler counts {plural(reported, 'free page')} after iteration {n}, but "
+                f"{plural(self.usable, 'usable page')} minus {plural(len(self.holders), 'page')} "
+                f"held leaves {self.free}",
                 (),
             )
         return None

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
 
+from kvsched.checks import progress
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
@@ -129,12 +130,15 @@ def search(
     examples = 0
     locked = invariant
     excused = Excused()
+    wanted = f" breaking {invariant}" if invariant else ""
+    progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
 
     @config
     @given(strategy if strategy is not None else search_workloads(_profile(profile)))
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused
         examples += 1
+        progress.advance(examples)
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
@@ -144,6 +148,7 @@ def search(
             return
         if locked is None:
             locked = finding.invariant
+            progress.phase(f"{policy or 'declared'}: Hypothesis shrinking a {locked} workload")
         if finding.invariant == locked:
             raise _Violation(workload, finding)
 

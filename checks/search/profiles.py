@@ -27,6 +27,7 @@ from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile
 __all__ = [
     "DEFAULT_PROFILE",
     "PROFILE_SETTINGS",
+    "cache_folder",
     "hypothesis_home",
     "profile_settings",
     "register_profiles",
@@ -88,10 +89,17 @@ def hypothesis_home() -> Path | None:
     """
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         return None
+    return cache_folder() / "hypothesis"
+
+
+def cache_folder() -> Path:
+    """kvsched's cache folder, for what it keeps between runs without being asked (Hypothesis's
+    files, counterexamples): ``$KVSCHED_CACHE_DIR``, else ``$XDG_CACHE_HOME/kvsched``, else
+    ``~/.cache/kvsched``; never the folder a user runs kvsched from."""
     cache = os.environ.get("KVSCHED_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kvsched"
     )
-    return Path(cache) / "hypothesis"
+    return Path(cache)
 
 
 def use_kvsched_cache() -> None:

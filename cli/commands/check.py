@@ -18,8 +18,6 @@ from kvsched.commands.limits import add_limit_options, confinement_from
 from kvsched.commands.output import emit, writing
 from kvsched.spec.vocabulary import DECLARATIONS, POLICY_NAMES, PROFILE_NAMES
 
-DEFAULT_SAVE_DIR = Path(".kvsched") / "counterexamples"
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -97,12 +95,19 @@ def register(subparsers: Any) -> None:
         "stops_early); repeat for each",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list every invariant with how it was checked (by default the violations are listed "
+        "and the rest counted, one line per verdict)",
+    )
     parser.add_argument("--junit-xml", type=Path, metavar="FILE", help="also write JUnit XML")
     parser.add_argument(
         "--save-dir",
         type=Path,
-        default=DEFAULT_SAVE_DIR,
-        help=f"where failing workloads are saved (default {DEFAULT_SAVE_DIR})",
+        help="where failing workloads are saved (default: counterexamples/ in kvsched's cache "
+        "folder, $KVSCHED_CACHE_DIR, else $XDG_CACHE_HOME/kvsched or ~/.cache/kvsched; the "
+        "output names the file)",
     )
     parser.set_defaults(func=main)
 
@@ -111,10 +116,13 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.search.profiles import cache_folder
     from kvsched.checks.targets.load import TargetError, is_event_log
     from kvsched.checks.verdict.declarations import Grading
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
-    from kvsched.checks.verdict.render import render_json, render_junit_xml, render_table
+    from kvsched.checks.verdict.machine import render_json, render_junit_xml
+    from kvsched.checks.verdict.render import render_table
+    from kvsched.commands.terminal import emit_for_a_person, showing_progress
     from kvsched.reference.families import workload_from_spec
 
     if args.allow and not args.grade:
@@ -151,17 +159,22 @@ def main(args: argparse.Namespace) -> int:
         allowed=frozenset(args.allow) if args.grade else None,
     )
     try:
-        report = check_hosted(args.target, options, confinement)
+        with showing_progress(plain=args.json):
+            report = check_hosted(args.target, options, confinement)
     except (TargetError, EventLogError) as error:  # cannot be loaded, or a malformed log
         raise UsageError(str(error)) from None
     if args.grade:
         allowed = tuple(name for name in DECLARATIONS if name in args.allow)
         limits = "An event log runs no code of the target's." if is_log else confinement.describe()
         report = replace(report, grade=Grading(allowed, limits))
-    with writing(f"--save-dir {args.save_dir}"):
-        report = save_failing_workloads(report, args.save_dir)
+    save_dir = args.save_dir or cache_folder() / "counterexamples"
+    with writing(f"--save-dir {save_dir}"):
+        report = save_failing_workloads(report, save_dir)
     reproduce = f"kvsched check {args.target}"
-    emit(render_json(report) if args.json else render_table(report, reproduce))
+    if args.json:
+        emit(render_json(report))
+    else:
+        emit_for_a_person(render_table(report, reproduce, verbose=args.verbose))
     if args.junit_xml is not None:
         with writing(f"--junit-xml {args.junit_xml}"):
             write_file(args.junit_xml, render_junit_xml(report, reproduce))

@@ -14,6 +14,7 @@ import errno
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 STDOUT = "standard output"
 
@@ -75,3 +76,13 @@ def emit(text: str) -> None:
     """Print ``text`` and a newline to standard output, all of it or :class:`OutputFailure`."""
     with printing():
         print(text)
+
+
+def fresh_folder(name: str) -> Path:
+    """``name`` in the current folder, or ``name-2``, ``name-3``...: the first not taken, so a
+    report written without ``--out`` never replaces anything."""
+    candidate, number = Path(name), 1
+    while candidate.exists() or candidate.is_symlink():
+        number += 1
+        candidate = Path(f"{name}-{number}")
+    return candidate

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from kvsched.commands import UsageError
-from kvsched.commands.output import printing, writing
+from kvsched.commands.output import fresh_folder, printing, writing
 
 
 def draw_history(args: argparse.Namespace) -> int:
@@ -31,7 +31,8 @@ def draw_history(args: argparse.Namespace) -> int:
         histories = read_history(Path(args.history), metrics, thresholds)
     except ResultsError as error:
         raise UsageError(f"--history {error}") from None
-    folder = Path(args.out) / (args.name or "history")
+    name = args.name or "history"
+    folder = Path(args.out) / name if args.out else fresh_folder(f"kvsched-{name}")
     with writing(f"--out {folder}"):
         written = write_history(histories, folder, args.history, thresholds)
     with printing():

@@ -49,8 +49,10 @@ def test_graded_the_declaration_is_refused_unless_allowed(
         capsys, spec, "--grade", "--allow", "stops_early", "--sandbox", sandbox
     )
     assert allowed.code == 0, allowed
-    assert allowed.out.startswith("Graded (--grade). Declarations allowed: stops_early."), allowed
-    assert "Limits: 1 s per call, 60 s for the whole check" in allowed.out.splitlines()[0]
+    # The verdict's one line first, then what the grader allowed and the limits.
+    graded = allowed.out.split("\n\n")[1]
+    assert graded.startswith("Graded (--grade). Declarations allowed: stops_early."), allowed
+    assert "Limits: 1 s per call, 60 s for the whole check" in graded.splitlines()[0]
     assert "requests stopped early, after 1 token each" in allowed.out, allowed
 
 

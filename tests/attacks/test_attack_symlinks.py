@@ -6,6 +6,7 @@ In a sandbox the target cannot plant them (test_attack_containment.py); these ru
 
 from pathlib import Path
 
+import pytest
 from attack_harness import check_in_process, failed, write_attack
 
 from kvsched.spec.vocabulary import ExitCode
@@ -37,10 +38,23 @@ def test_junit_xml_replaces_a_link_instead_of_following_it(tmp_path: Path, capsy
     assert "<failure" in report.read_text()
 
 
-def test_a_linked_save_folder_is_refused(tmp_path: Path, capsys: object) -> None:
+def test_a_linked_save_folder_is_refused(
+    tmp_path: Path, capsys: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write_attack(tmp_path, PLANTS)
-    # The default .kvsched/counterexamples.
-    outcome = check_in_process(capsys, f"{path}:Attack", *NONE)
+    # A save folder in the folder the target ran in, through the link it planted there.
+    saved = ("--save-dir", ".kvsched/counterexamples")
+    outcome = check_in_process(capsys, f"{path}:Attack", *saved, *NONE)
     assert outcome.code == ExitCode.WRITE_FAILED, outcome  # an output missing: never a pass
     assert "--save-dir" in outcome.err
+    assert not list((tmp_path / "elsewhere").iterdir())
+    # The default, counterexamples/ in the cache folder, is refused as a link too.
+    for planted in ("report.xml", ".kvsched"):  # the target plants them again on import
+        (tmp_path / planted).unlink()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "counterexamples").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setenv("KVSCHED_CACHE_DIR", str(cache))
+    outcome = check_in_process(capsys, f"{path}:Attack", *NONE)
+    assert outcome.code == ExitCode.WRITE_FAILED, outcome
     assert not list((tmp_path / "elsewhere").iterdir())

@@ -1,0 +1,61 @@
+"""What a long check is doing, told as it goes: the phase, how far it is, and early results.
+
+A check can take minutes (Hypothesis's examples, Z3's proofs) and knows some of its verdicts in
+the first second (``allocate_kv_pages``). The judge and the search tell a :class:`Listener`
+through the three functions here; whoever runs the check chooses the listener with
+:func:`listening` (the command line draws it on a terminal). Without one, nothing is told and
+nothing is printed: the functions cost a context-variable read, and the check's result never
+depends on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+
+class Listener(Protocol):
+    """Receives a check's progress; its methods must not raise."""
+
+    def phase(self, name: str, total: int | None) -> None:
+        """A phase starts: ``name`` in words, ``total`` steps if known (Hypothesis's examples)."""
+
+    def advance(self, done: int) -> None:
+        """``done`` steps of the current phase are done."""
+
+    def result(self, found: object) -> None:
+        """A result known before the end (the allocator's verdict, an
+        :class:`~kvsched.checks.verdict.report.AllocatorVerdict`), for the listener to word."""
+
+
+_LISTENER: ContextVar[Listener | None] = ContextVar("kvsched_progress", default=None)
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """Tell ``listener`` the progress of every check run inside the block."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+def phase(name: str, total: int | None = None) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.phase(name, total)
+
+
+def advance(done: int) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.advance(done)
+
+
+def result(found: object) -> None:
+    listener = _LISTENER.get()
+    if listener is not None:
+        listener.result(found)

@@ -1,0 +1,182 @@
+"""Rendering a check's :class:`~.report.Report` for machines: JSON and JUnit XML.
+
+Graders and CI read these; their fields and exit codes stay as they are from release to release.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from typing import Any
+
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.verdict.render import BY_FIGURE, explain
+from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
+from kvsched.spec.text import describe_event
+from kvsched.spec.workload import workload_to_json
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_json(report), indent=2)
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    allocator = report.allocator
+    return {
+        "target": report.target,
+        "ok": report.ok,
+        "exit_code": report.exit_code,
+        "seconds": round(report.seconds, 3),
+        "allocator": None
+        if allocator is None
+        else {
+            "ok": allocator.ok,
+            "calls": allocator.calls,
+            "finding": _finding_json(allocator.finding),
+            "advice": list(allocator.advice),
+        },
+        "verdicts": [_verdict_json(v) for v in report.verdicts],
+        "notes": list(report.notes),
+        "sandbox": None
+        if report.sandbox is None
+        else {"kind": report.sandbox[0], "reason": report.sandbox[1]},
+        "grade": None
+        if report.grade is None
+        else {"allowed": list(report.grade.allowed), "limits": report.grade.limits},
+    }
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    failing = verdict.counterexample
+    evidence = verdict.evidence
+    return {
+        "target": verdict.target,
+        "kind": verdict.kind,
+        "policy": verdict.policy,
+        "ok": verdict.ok,
+        "invariants": [
+            {
+                "id": r.invariant,
+                "title": r.title,
+                "layer": r.layer,
+                "verdict": r.status,
+                "how": r.how,
+            }
+            for r in verdict.invariants
+        ],
+        "efficiency": {
+            "measured_on": verdict.efficiency_on,
+            "figures": {
+                figure: {"title": BY_FIGURE[figure].title, "value": value}
+                for figure, value in verdict.efficiency
+            },
+        },
+        "evidence": {
+            "monitor_runs": evidence.monitor_runs,
+            "fixed_workloads": list(evidence.fixed_workloads),
+            "hypothesis_examples": evidence.hypothesis_examples,
+            "hypothesis_profile": evidence.hypothesis_profile,
+            "log_iterations": evidence.log_iterations,
+        },
+        "finding": _finding_json(verdict.finding),
+        "allocator_finding": _finding_json(verdict.allocator_finding),
+        "counterexample": None
+        if failing is None
+        else {
+            "workload": workload_to_json(failing.workload),
+            "found_by": failing.found_by,
+            "saved_to": failing.saved_to,
+            "reproduce_blob": failing.reproduce_blob,
+        },
+        "notes": list(verdict.notes),
+        "declarations": [
+            {
+                "declaration": e.declaration,
+                "declared": e.value,
+                "invariants": list(e.invariants),
+                "excused": e.excused,
+                "count": e.count,
+            }
+            for e in verdict.declarations
+        ],
+    }
+
+
+def _finding_json(finding: Finding | None) -> dict[str, Any] | None:
+    if finding is None:
+        return None
+    return {
+        "invariant": finding.invariant,
+        "iteration": finding.iteration,
+        "message": finding.message,
+        "requests": list(finding.requests),
+        "pages": list(finding.pages),
+        "recent": [describe_event(e) for e in finding.recent],
+    }
+
+
+def render_junit_xml(report: Report, reproduce: str = "") -> str:
+    """JUnit XML: a testsuite per verdict, a testcase per invariant (skipped: n/a, not checked)."""
+    root = ElementTree.Element("testsuites", name=f"kvsched check {report.target}")
+    if report.allocator is not None:
+        suite = _suite(root, f"{report.target} allocate_kv_pages", 1)
+        case = ElementTree.SubElement(
+            suite, "testcase", classname="kvsched.allocate_kv_pages", name="PAGE-1 section 2"
+        )
+        if report.allocator.finding is not None:
+            _failure(
+                suite, case, report.allocator.finding.message, report.allocator.finding.message
+            )
+    for verdict in report.verdicts:
+        suite = _suite(
+            root, f"{verdict.target} [{verdict.policy or 'no policy'}]", len(verdict.invariants)
+        )
+        if verdict.declarations:  # a CI report shows what a pass was excused
+            listed = ElementTree.SubElement(suite, "properties")
+            for e in verdict.declarations:
+                name, value = f"declaration.{e.declaration}", e.describe()
+                ElementTree.SubElement(listed, "property", name=name, value=value)
+        for row in verdict.invariants:
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=(
+                    f"kvsched.{verdict.kind.replace(' ', '_')}.{verdict.policy or 'any'}"
+                    f".{row.layer}"
+                ),
+                name=f"{row.invariant} {row.title}",
+            )
+            finding = verdict.finding_for(row.invariant)
+            if row.status == VIOLATED and finding is not None:
+                details = explain(verdict, reproduce) if finding is verdict.finding else ""
+                _failure(suite, case, finding.message, details or finding.message)
+            elif row.status in (NOT_APPLICABLE, NOT_CHECKED):
+                ElementTree.SubElement(case, "skipped", message=f"{row.status}: {row.how}")
+                suite.set("skipped", str(int(suite.get("skipped", "0")) + 1))
+            else:
+                ElementTree.SubElement(case, "system-out").text = f"{row.status}: {row.how}"
+    # The totals, and the time: the check is timed whole, not per invariant, so a testcase has
+    # no time of its own; a lone suite is the whole check.
+    suites = root.findall("testsuite")
+    for total in ("tests", "failures", "errors", "skipped"):
+        root.set(total, str(sum(int(suite.get(total, "0")) for suite in suites)))
+    root.set("time", f"{report.seconds:.3f}")
+    if len(suites) == 1:
+        suites[0].set("time", f"{report.seconds:.3f}")
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(
+        root, encoding="unicode"
+    )
+
+
+def _suite(root: ElementTree.Element, name: str, tests: int) -> ElementTree.Element:
+    return ElementTree.SubElement(
+        root, "testsuite", name=name, tests=str(tests), failures="0", errors="0", skipped="0"
+    )
+
+
+def _failure(
+    suite: ElementTree.Element, case: ElementTree.Element, message: str, details: str
+) -> None:
+    ElementTree.SubElement(case, "failure", message=message).text = details
+    suite.set("failures", str(int(suite.get("failures", "0")) + 1))

@@ -1,0 +1,119 @@
+"""Colour and progress, for a person at a terminal only.
+
+Output that a program reads (a pipe, a file, CI, ``--json``) stays plain and the same from run to
+run: no colour, no progress, nothing on standard error. On a terminal, the check's progress
+(:mod:`kvsched.checks.progress`) is drawn on standard error and erased at the end, results known
+early (the allocator's verdict) are printed above it as they come, and the verdict's first line
+is coloured. ``NO_COLOR`` and ``TERM=dumb`` are honoured by rich itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from kvsched.checks import progress
+from kvsched.checks.verdict.render import allocator_line
+from kvsched.checks.verdict.report import AllocatorVerdict
+from kvsched.commands.output import emit, printing
+
+
+def for_a_person(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal a person reads, outside CI."""
+    if stream is None or os.environ.get("CI"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Drawn:
+    """A :class:`~kvsched.checks.progress.Listener` drawing one line of rich progress."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.task: TaskID | None = None
+        self.started = time.monotonic()
+
+    def phase(self, name: str, total: int | None) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        self.task = self.bar.add_task(name, total=total)
+
+    def advance(self, done: int) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, completed=done)
+
+    def result(self, found: object) -> None:
+        if isinstance(found, AllocatorVerdict):
+            took = time.monotonic() - self.started
+            line = f"{allocator_line(found)} ({took:.1f} s)"
+            self.bar.console.print(Text(line), soft_wrap=True)
+
+
+@contextmanager
+def showing_progress(plain: bool) -> Iterator[None]:
+    """Draw the check's progress on standard error, unless ``plain`` or not on a terminal."""
+    if plain or not for_a_person(sys.stderr):
+        yield
+        return
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=16),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(compact=True),
+        console=Console(stderr=True),
+        transient=True,  # the verdict replaces it
+    )
+    with bar, progress.listening(_Drawn(bar)):
+        yield
+
+
+_MARKS = (
+    (re.compile(r"^PASS\b"), "bold green"),
+    (re.compile(r"^FAIL\b"), "bold red"),
+    (re.compile(r"\b[A-Z]+-\d+ violated\b"), "red"),
+    (re.compile(r"^\d+ hold\w*\b", re.MULTILINE), "green"),
+)
+
+
+def coloured(text: str) -> Text | str:
+    """``text`` marked up for a terminal when standard output is one; else as it is."""
+    if not for_a_person(sys.stdout):
+        return text
+    marked = Text(text)
+    for pattern, style in _MARKS:
+        marked.highlight_regex(pattern, style)
+    return marked
+
+
+def emit_for_a_person(text: str) -> None:
+    """Print a verdict: coloured on a terminal, byte for byte ``text`` anywhere else."""
+    shown = coloured(text)
+    if isinstance(shown, str):
+        emit(shown)
+        return
+    with printing():
+        Console(file=sys.stdout, soft_wrap=True).print(shown)

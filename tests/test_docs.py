@@ -1,0 +1,47 @@
+"""The README and the docs site: short, every page in the site's nav, and their figures rerun.
+
+CI builds the site itself (`mkdocs build --strict` in .ci/run), which also checks every link and
+anchor; these run in the test suite, without mkdocs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kvsched.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+README_LINES = 150
+
+
+def test_the_readme_is_short() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_LINES, f"README.md has {len(lines)} lines; move detail to docs/"
+
+
+def test_every_page_of_docs_is_in_the_sites_nav_and_in_the_readme() -> None:
+    config = (ROOT / "mkdocs.yml").read_text()
+    in_nav = set(re.findall(r"^  - [^:]+: (\S+\.md)$", config, flags=re.MULTILINE))
+    pages = {path.name for path in (ROOT / "docs").glob("*.md")}
+    assert in_nav == pages
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"docs/{page}" in readme for page in pages - {"index.md"})
+
+
+def test_the_readmes_teaching_trace_table_is_what_replay_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["replay", "--format", "json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    readme = (ROOT / "README.md").read_text()
+    for policy in ("static", "continuous"):
+        row = re.search(rf"^\| {policy} batching \| (\d+) \| (\d+)% \| (\d+) \|$", readme, re.M)
+        assert row is not None, policy
+        metrics = figures[policy]
+        assert int(row.group(1)) == metrics["iterations"]
+        assert int(row.group(2)) == round(100 * metrics["utilization"])
+        assert int(row.group(3)) == metrics["p95_wait"]
