@@ -32,7 +32,7 @@ from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "learner"
-FAST = CheckOptions(hypothesis=False)
+FAST = CheckOptions(hypothesis=False, families=False)
 
 
 def _module(name: str) -> ModuleType:

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from kvsched.checks.judge.allocator import check_allocator
 from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.judge.grade import enforce
+from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
-from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import (
@@ -47,17 +45,12 @@ from kvsched.checks.verdict.report import (
     build_verdict,
     with_allocator,
 )
-from kvsched.reference.efficiency import measure
-from kvsched.reference.engine import run
-from kvsched.reference.families import CHECK_SOURCE, check_workloads
+from kvsched.reference.families import check_source, check_workloads
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.vocabulary import POLICY_NAMES, Declaration
 from kvsched.spec.workload import Workload
-
-if TYPE_CHECKING:
-    from kvsched.checks.search.explore import SearchResult
 
 
 @dataclass(frozen=True)
@@ -129,7 +122,9 @@ def check_target(
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
-                factory = learner_factory(solution.schedule_iteration, policy)
+                factory = learner_factory(
+                    solution.schedule_iteration, policy, isolated=solution.isolated
+                )
                 verdict = check_scheduler(
                     target.spec, "learner", factory, policy, None, options, deadline
                 )
@@ -159,7 +154,7 @@ def check_scheduler(
     deadline: Deadline,
 ) -> Verdict:
     """The verdict on one scheduler under ``policy``: fixed workloads first, then Hypothesis."""
-    trial = _Trial(deadline.factory(factory), policy, properties, options, deadline)
+    trial = Trial(deadline.factory(factory), policy, properties, options, deadline)
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:
         given = options.workload
@@ -168,9 +163,11 @@ def check_scheduler(
         fixed.append((given, "the given workload"))
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
-    if options.families and kind == "scheduler":
-        # A learner's dict-based state costs seconds per thousand requests; classes run these.
-        fixed.extend((w, CHECK_SOURCE) for w in check_workloads())
+    if options.families:
+        from kvsched.checks.search.profiles import profile_runs  # imports Hypothesis
+
+        for size in profile_runs(options.profile).families(kind):
+            fixed.extend((w, check_source(size)) for w in check_workloads(size))
     names: list[str] = []
     efficiency: tuple[tuple[str, int], ...] = ()  # measured on the first fixed run
     measured_on = ""
@@ -211,86 +208,3 @@ def check_scheduler(
         return verdict(evidence, None)
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
     return verdict(evidence, found.finding, failing)
-
-
-@dataclass(frozen=True)
-class _Trial:
-    """One scheduler, already under its deadline, and the ways to exercise it."""
-
-    factory: SchedulerFactory
-    policy: str
-    properties: TargetProperties | None
-    options: CheckOptions
-    deadline: Deadline
-
-    def measured(
-        self, workload: Workload
-    ) -> tuple[Finding | None, tuple[tuple[str, int], ...], Excused]:
-        """Run ``workload`` through the engine and the monitor: the first finding, if any, the
-        run's efficiency figures (EFF-1..EFF-4) and what the declarations excused in it."""
-        self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
-        figures = measure(workload, result.events, self.properties).by_id()
-        finding, excused = watch_run(result, self.properties)
-        return finding, tuple(figures.items()), excused
-
-    def search(self, invariant: str | None = None) -> SearchResult:
-        # Hypothesis is imported only when it is used.
-        from kvsched.checks.search.explore import search
-        from kvsched.checks.search.strategies import workloads
-
-        self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
-        options = self.options
-        return search(
-            self.factory,
-            self.policy,
-            options.profile,
-            options.max_examples,
-            properties=self.properties,
-            invariant=invariant,
-            # Looking for a smaller witness of a known violation: small workloads only.
-            strategy=None if invariant is None else workloads(),
-        )
-
-    def minimise(
-        self, workload: Workload, finding: Finding, source: str
-    ) -> tuple[FailingWorkload, Finding]:
-        """The smallest workload breaking ``finding.invariant``: shrunk, or found by Hypothesis."""
-        given = workload is self.options.workload
-        saved = self.options.workload_file if given else ""
-        if self.deadline.expired:
-            # After a hang, each shrinking step could hang again: shown where it happened.
-            return FailingWorkload(workload, source, saved_to=saved), finding
-        invariant = finding.invariant
-
-        def still_fails(candidate: Workload) -> bool:
-            found = self.measured(candidate)[0]
-            return found is not None and found.invariant == invariant
-
-        smallest = shrink_workload(workload, still_fails)
-        if smallest == workload and given:
-            return FailingWorkload(workload, source, saved_to=saved), finding
-        found_by = f"{source}, shrunk" if smallest != workload else source
-        blob = ""
-        if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:
-            other = self.search(invariant).counterexample
-            if other is not None and _size(other.workload) < _size(smallest):
-                smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
-        small_finding = self.measured(smallest)[0]
-        if small_finding is None or small_finding.invariant != invariant:
-            return FailingWorkload(workload, source), finding  # the target is not deterministic
-        description = (
-            f"Smallest workload found from {source}: under {self.policy or 'its own'} policy "
-            f"the target breaks {invariant}. {small_finding.message}"
-        )
-        smallest = replace(smallest, name="counterexample", description=description)
-        return FailingWorkload(smallest, found_by, blob), small_finding
-
-
-def _tiny(workload: Workload) -> bool:
-    """Too small for a search to find anything smaller worth the time."""
-    return len(workload.requests) <= 2 and _size(workload)[1] <= 4
-
-
-def _size(workload: Workload) -> tuple[int, int]:
-    return len(workload.requests), sum(r.prompt_tokens + r.output_tokens for r in workload.requests)

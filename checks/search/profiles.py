@@ -17,6 +17,7 @@ variable, or the ``profile`` argument of the searches in :mod:`.explore`.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
@@ -26,8 +27,11 @@ from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "PROFILE_RUNS",
     "PROFILE_SETTINGS",
+    "ProfileRuns",
     "hypothesis_home",
+    "profile_runs",
     "profile_settings",
     "register_profiles",
     "use_kvsched_cache",
@@ -57,6 +61,47 @@ PROFILE_SETTINGS: dict[Profile, settings] = {
     "dev": settings(_COMMON, max_examples=500, stateful_step_count=50),
     "thorough": settings(_COMMON, max_examples=5000, stateful_step_count=100),
 }
+
+
+@dataclass(frozen=True)
+class ProfileRuns:
+    """What a check replays besides Hypothesis's examples under a profile, and its time."""
+
+    budget_seconds: float
+    """The whole check's wall-clock budget unless ``--budget`` sets one."""
+    family_requests: int
+    """Requests in each seeded check family (``reference.families.CHECK_FAMILIES``) a
+    scheduler class replays."""
+    learner_family_requests: int
+    """The same for a learner's solution: its state lists every request that ever arrived, so a
+    run costs iterations times requests, and a quarter of the size runs in a sixteenth of it."""
+    long_requests: int = 0
+    """Requests in each family's long run (0: none): a bug that shows only thousands of
+    requests in is out of reach of every other run."""
+    learner_long_requests: int = 0
+
+    def families(self, kind: str) -> tuple[int, ...]:
+        """The sizes of the family runs a target of ``kind`` ("scheduler", "learner") gets."""
+        if kind == "learner":
+            sizes = (self.learner_family_requests, self.learner_long_requests)
+        else:
+            sizes = (self.family_requests, self.long_requests)
+        return tuple(size for size in sizes if size)
+
+
+PROFILE_RUNS: dict[Profile, ProfileRuns] = {
+    "ci": ProfileRuns(600.0, 1000, 250),
+    "dev": ProfileRuns(3600.0, 1000, 1000, long_requests=10_000, learner_long_requests=10_000),
+    "thorough": ProfileRuns(
+        14_400.0, 1000, 1000, long_requests=50_000, learner_long_requests=20_000
+    ),
+}
+
+
+def profile_runs(name: str) -> ProfileRuns:
+    """The runs of profile ``name``; a ``ValueError`` names the known profiles otherwise."""
+    profile_settings(name)
+    return PROFILE_RUNS[name]  # type: ignore[index]
 
 
 def profile_settings(name: str) -> settings:
