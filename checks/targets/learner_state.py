@@ -44,6 +44,11 @@ def readable_state(state: Any, plain: bool = False) -> dict[str, Any]:
     """
     if _has_shape(state, plain):
         return state  # type: ignore[no-any-return]
+    return walked_state(state)
+
+
+def walked_state(state: Any) -> dict[str, Any]:
+    """:func:`readable_state` by a walk in Python alone, which names the first fault it meets."""
     if state is None:
         raise LearnerStateError(
             "schedule_iteration returned None; it must return the new state "
