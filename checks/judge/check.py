@@ -17,6 +17,7 @@ otherwise (:mod:`kvsched.checks.targets.deadline`).
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, replace
 
@@ -27,6 +28,7 @@ from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
+from kvsched.checks.search.profiles import profile_runs, profile_settings
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import (
@@ -80,6 +82,14 @@ class CheckOptions:
     """For an event log: check on after a violation, for every invariant's first violation."""
     allowed: frozenset[Declaration] | None = None
     """Grading (``--grade``): the declarations allowed, any other refused; ``None``: not grading."""
+    seed: int | None = None
+    """Hypothesis's seed (``--seed``); None: derandomized under ``ci``, else drawn here. The
+    report states it, so that a rerun with it draws the same examples."""
+    budget: float | None = None
+    """The check's wall-clock seconds (``--budget``; None: the profile's). Once three quarters
+    are spent no new example starts, leaving the rest for shrinking and the other policy."""
+    until: float | None = None
+    """The ``time.monotonic()`` instant that follows from ``budget``, set by check_target."""
 
 
 def check_target(
@@ -94,6 +104,7 @@ def check_target(
     is read off the target's factory, which for a hosted target is a proxy that no model describes.
     """
     started = time.monotonic()
+    options = _timed(options, started)
     if deadline is None:
         deadline = Deadline(options.timeout)
     if isinstance(target, SchedulerTarget):
@@ -113,12 +124,19 @@ def check_target(
             proved = proved_invariants(policy, size)  # Z3's own resource budget
             evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
             verdict = verdict_report.with_evidence(verdict, evidence, properties)
-        return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return Report(target.spec, (verdict,), seconds=seconds, notes=(replay_note(options),))
     if isinstance(target, LearnerTarget):
         solution = target.solution
         allocator = None
         if solution.allocate_kv_pages is not None:
-            allocator = check_allocator(solution.allocate_kv_pages, deadline, options.strict_inputs)
+            allocator = check_allocator(
+                solution.allocate_kv_pages,
+                deadline,
+                options.strict_inputs,
+                examples=profile_runs(options.profile).allocator_examples,
+                seed=options.seed,
+            )
         verdicts = []
         if solution.schedule_iteration is not None:
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
@@ -130,7 +148,7 @@ def check_target(
                 )
                 verdicts.append(with_allocator(verdict, allocator))
         notes = (
-            ()
+            (replay_note(options),)
             if solution.schedule_iteration
             else ("no schedule_iteration: only allocate_kv_pages was checked",)
         )
@@ -164,8 +182,6 @@ def check_scheduler(
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
     if options.families:
-        from kvsched.checks.search.profiles import profile_runs  # imports Hypothesis
-
         for size in profile_runs(options.profile).families(kind):
             fixed.extend((w, check_source(size)) for w in check_workloads(size))
     names: list[str] = []
@@ -205,6 +221,36 @@ def check_scheduler(
     )
     found = result.counterexample
     if found is None:
-        return verdict(evidence, None)
+        clean = verdict(evidence, None)
+        if not result.budget_spent:
+            return clean
+        spent = (
+            f"The time budget stopped the search under {policy or 'its own'} policy after "
+            f"{result.examples} examples, before the profile's count; where it stops depends on "
+            "the machine's speed, so rerun with a larger --budget to run them all."
+        )
+        return replace(clean, notes=(*clean.notes, spent))
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
     return verdict(evidence, found.finding, failing)
+
+
+def _timed(options: CheckOptions, started: float) -> CheckOptions:
+    """``options`` with the seed the run draws from and the instant its search stops."""
+    seed = options.seed
+    if seed is None and not profile_settings(options.profile).derandomize:
+        seed = random.SystemRandom().getrandbits(32)
+    budget = options.budget or profile_runs(options.profile).budget_seconds
+    return replace(options, seed=seed, budget=budget, until=started + 0.75 * budget)
+
+
+def replay_note(options: CheckOptions) -> str:
+    """How to rerun exactly what ran: the profile, the seed, and that no database is used."""
+    drawn = (
+        f"seed {options.seed} (--profile {options.profile} --seed {options.seed} replays it)"
+        if options.seed is not None
+        else f"derandomized draws (--profile {options.profile}: the same on every run)"
+    )
+    return (
+        f"Hypothesis: {drawn}; example database: none (no run reads or keeps examples), "
+        f"time budget {options.budget:g} s."
+    )

@@ -61,6 +61,8 @@ class Trial:
             invariant=invariant,
             # Looking for a smaller witness of a known violation: small workloads only.
             strategy=None if invariant is None else workloads(),
+            seed=options.seed,
+            until=options.until,
         )
 
     def minimise(

@@ -32,6 +32,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.search import profiles
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
@@ -74,6 +75,7 @@ class SearchResult:
     counterexample: Counterexample | None
     excused: Excused = field(default_factory=Excused)
     """What the target's declarations excused over every example run."""
+    budget_spent: bool = False  # the time budget ended it before all the profile's examples
 
     @property
     def clean(self) -> bool:
@@ -113,6 +115,8 @@ def search(
     invariant: str | None = None,
     strategy: st.SearchStrategy[Workload] | None = None,
     reproduce: str | None = None,
+    seed: int | None = None,
+    until: float | None = None,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -123,17 +127,20 @@ def search(
     strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if
     the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
+    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`.
     """
     config = _settings(profile, max_examples)
     use_kvsched_cache()
     examples = 0
     locked = invariant
     excused = Excused()
+    failed = False
 
     @config
     @given(strategy if strategy is not None else search_workloads(_profile(profile)))
     def judge(workload: Workload) -> None:
-        nonlocal examples, locked, excused
+        nonlocal examples, locked, excused, failed
+        profiles.spend(until, failed)
         examples += 1
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
@@ -145,12 +152,15 @@ def search(
         if locked is None:
             locked = finding.invariant
         if finding.invariant == locked:
+            failed = True
             raise _Violation(workload, finding)
 
     if reproduce is not None:
         judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
     try:
-        judge()
+        profiles.seeded(judge, seed)()
+    except profiles.BudgetSpent:
+        return SearchResult(policy, profile, examples, None, excused, budget_spent=True)
     except _Violation as violation:
         found = _counterexample(violation, policy, examples, deterministic=True)
         return SearchResult(policy, profile, examples, found, excused)

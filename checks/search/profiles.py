@@ -17,9 +17,13 @@ variable, or the ``profile`` argument of the searches in :mod:`.explore`.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+import hypothesis
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
@@ -29,13 +33,18 @@ __all__ = [
     "DEFAULT_PROFILE",
     "PROFILE_RUNS",
     "PROFILE_SETTINGS",
+    "BudgetSpent",
     "ProfileRuns",
     "hypothesis_home",
     "profile_runs",
     "profile_settings",
     "register_profiles",
+    "seeded",
+    "spend",
     "use_kvsched_cache",
 ]
+
+T = TypeVar("T", bound=Callable[..., Any])
 
 
 # Built on Hypothesis's own "default" profile, not on whatever profile is loaded at import time,
@@ -79,6 +88,8 @@ class ProfileRuns:
     """Requests in each family's long run (0: none): a bug that shows only thousands of
     requests in is out of reach of every other run."""
     learner_long_requests: int = 0
+    allocator_examples: int = 400
+    """Inputs Hypothesis draws for a learner's ``allocate_kv_pages``, past its explicit ones."""
 
     def families(self, kind: str) -> tuple[int, ...]:
         """The sizes of the family runs a target of ``kind`` ("scheduler", "learner") gets."""
@@ -91,9 +102,21 @@ class ProfileRuns:
 
 PROFILE_RUNS: dict[Profile, ProfileRuns] = {
     "ci": ProfileRuns(600.0, 1000, 250),
-    "dev": ProfileRuns(3600.0, 1000, 1000, long_requests=10_000, learner_long_requests=10_000),
+    "dev": ProfileRuns(
+        3600.0,
+        1000,
+        1000,
+        long_requests=10_000,
+        learner_long_requests=10_000,
+        allocator_examples=2000,
+    ),
     "thorough": ProfileRuns(
-        14_400.0, 1000, 1000, long_requests=50_000, learner_long_requests=20_000
+        14_400.0,
+        1000,
+        1000,
+        long_requests=50_000,
+        learner_long_requests=20_000,
+        allocator_examples=20_000,
     ),
 }
 
@@ -144,3 +167,21 @@ def use_kvsched_cache() -> None:
     home = hypothesis_home()
     if home is not None:
         set_hypothesis_home_dir(home)
+
+
+class BudgetSpent(BaseException):
+    """Raised inside a Hypothesis test once the check's time budget is spent. Not an Exception,
+    so Hypothesis stops at once instead of shrinking it as a failure."""
+
+
+def spend(until: float | None, failed: bool) -> None:
+    """Stop a search past ``until`` (a ``time.monotonic()`` instant), unless an example has
+    ``failed``: its counterexample is being shrunk, and stopping would lose it."""
+    if until is not None and not failed and time.monotonic() >= until:
+        raise BudgetSpent
+
+
+def seeded(test: T, seed: int | None) -> T:
+    """``test`` drawing from ``seed``, which replays its draws exactly; None leaves the
+    profile's own choice (derandomized in ``ci``, fresh randomness elsewhere)."""
+    return test if seed is None else hypothesis.seed(seed)(test)
