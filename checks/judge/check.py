@@ -17,18 +17,19 @@ otherwise (:mod:`kvsched.checks.targets.deadline`).
 
 from __future__ import annotations
 
-import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from kvsched.checks.judge.allocator import check_allocator
 from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.judge.grade import enforce
+from kvsched.checks.judge.options import CheckOptions as CheckOptions
+from kvsched.checks.judge.options import replay_note, timed
 from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
-from kvsched.checks.search.profiles import profile_runs, profile_settings
+from kvsched.checks.search.profiles import profile_runs
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
 from kvsched.checks.targets.load import (
@@ -51,45 +52,8 @@ from kvsched.reference.families import check_source, check_workloads
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
-from kvsched.spec.vocabulary import POLICY_NAMES, Declaration
+from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What ``kvsched check`` was asked to do."""
-
-    workload: Workload | None = None
-    """A workload to replay before anything else (``--workload``)."""
-    workload_file: str = ""
-    """The file ``workload`` was read from, named again when it fails."""
-    policy: str = ""
-    """Overrides the target's declared policy; a learner's file is judged under both without it."""
-    profile: str = "ci"
-    """The Hypothesis profile (checks/search/profiles.py)."""
-    max_examples: int | None = None
-    hypothesis: bool = True
-    teaching_trace: bool = True
-    families: bool = True
-    """Replay the seeded realistic families (``reference.families.CHECK_FAMILIES``)."""
-    strict_inputs: bool = False
-    """Grade what ``allocate_kv_pages`` does outside the exercise's inputs (else advice)."""
-    timeout: float = 10.0
-    """Seconds each call into the target may take before it counts as hung (PROTO-1)."""
-    proof_requests: int = 5
-    """Requests in the Z3 induction proofs cited for a reference scheduler; 0 skips them."""
-    all_findings: bool = False
-    """For an event log: check on after a violation, for every invariant's first violation."""
-    allowed: frozenset[Declaration] | None = None
-    """Grading (``--grade``): the declarations allowed, any other refused; ``None``: not grading."""
-    seed: int | None = None
-    """Hypothesis's seed (``--seed``); None: derandomized under ``ci``, else drawn here. The
-    report states it, so that a rerun with it draws the same examples."""
-    budget: float | None = None
-    """The check's wall-clock seconds (``--budget``; None: the profile's). Once three quarters
-    are spent no new example starts, leaving the rest for shrinking and the other policy."""
-    until: float | None = None
-    """The ``time.monotonic()`` instant that follows from ``budget``, set by check_target."""
 
 
 def check_target(
@@ -104,7 +68,7 @@ def check_target(
     is read off the target's factory, which for a hosted target is a proxy that no model describes.
     """
     started = time.monotonic()
-    options = _timed(options, started)
+    options = timed(options, started)
     if deadline is None:
         deadline = Deadline(options.timeout)
     if isinstance(target, SchedulerTarget):
@@ -232,25 +196,3 @@ def check_scheduler(
         return replace(clean, notes=(*clean.notes, spent))
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
     return verdict(evidence, found.finding, failing)
-
-
-def _timed(options: CheckOptions, started: float) -> CheckOptions:
-    """``options`` with the seed the run draws from and the instant its search stops."""
-    seed = options.seed
-    if seed is None and not profile_settings(options.profile).derandomize:
-        seed = random.SystemRandom().getrandbits(32)
-    budget = options.budget or profile_runs(options.profile).budget_seconds
-    return replace(options, seed=seed, budget=budget, until=started + 0.75 * budget)
-
-
-def replay_note(options: CheckOptions) -> str:
-    """How to rerun exactly what ran: the profile, the seed, and that no database is used."""
-    drawn = (
-        f"seed {options.seed} (--profile {options.profile} --seed {options.seed} replays it)"
-        if options.seed is not None
-        else f"derandomized draws (--profile {options.profile}: the same on every run)"
-    )
-    return (
-        f"Hypothesis: {drawn}; example database: none (no run reads or keeps examples), "
-        f"time budget {options.budget:g} s."
-    )

@@ -20,7 +20,7 @@ from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.workload import Workload
 
 if TYPE_CHECKING:
-    from kvsched.checks.judge.check import CheckOptions
+    from kvsched.checks.judge.options import CheckOptions
     from kvsched.checks.search.explore import SearchResult
 
 
