@@ -3,7 +3,8 @@
 For a scheduler, under its policy, in this order, stopping at the first violation:
 
 1. the runtime monitor over the fixed workloads: the one given with ``--workload`` (first, so a
-   saved counterexample replays exactly), then the lesson's teaching trace;
+   saved counterexample replays exactly), then the lesson's teaching trace, then the seeded
+   check families at the sizes the profile gives a target of its kind (``ProfileRuns``);
 2. Hypothesis (:func:`kvsched.checks.search.explore.search`) over generated workloads, under
    the selected profile.
 
@@ -12,7 +13,8 @@ Hypothesis is asked for a smaller workload breaking the same invariant; the smal
 learner's file is judged under both policies after its ``allocate_kv_pages`` is checked directly
 (:mod:`.allocator`). Every call into the target runs under a deadline: kept by the host process
 for a hosted target (:mod:`.hosted`, the way ``kvsched check`` runs), by an alarm in this process
-otherwise (:mod:`kvsched.checks.targets.deadline`).
+otherwise (:mod:`kvsched.checks.targets.deadline`). The report states the run's seed and budget
+(:mod:`.options`), so that a rerun with them draws the same examples.
 """
 
 from __future__ import annotations

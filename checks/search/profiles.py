@@ -10,6 +10,13 @@ No profile has a deadline: a slow scheduler under test is not a finding (the che
 hanging targets with its own timeout), and a deadline would make the verdict depend on the load of
 the machine. ``too_slow`` is suppressed for the same reason.
 
+A profile also sets what a check runs besides Hypothesis (:class:`ProfileRuns`): the sizes of the
+seeded family runs, long runs in ``dev`` and ``thorough``, the allocator's drawn inputs, and the
+check's time budget, past three quarters of which no new example starts (:func:`spend`).
+``kvsched check`` never reads or writes an example database (one test function serves every
+target, so a database would replay one target's failures on another): a run is replayed by its
+seed (:func:`seeded`), which the report states.
+
 Select one with ``pytest --hypothesis-profile=NAME``, the ``HYPOTHESIS_PROFILE`` environment
 variable, or the ``profile`` argument of the searches in :mod:`.explore`.
 """
