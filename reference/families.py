@@ -96,16 +96,20 @@ CHECK_FAMILIES = (
 whatever the Hypothesis profile: 1,000 requests each (:data:`CHECK_SIZE`), batches of 64 and
 256, pools that bind."""
 CHECK_SIZE = 1000
-CHECK_SOURCE = (
-    f"{len(CHECK_FAMILIES)} seeded families of {CHECK_SIZE:,} requests "
-    f"(batch limits {' and '.join(str(f.batch_limit) for f in CHECK_FAMILIES)})"
-)
-"""The families in words, as a check's evidence names them."""
 
 
-def check_workloads() -> tuple[Workload, ...]:
-    """The workloads of :data:`CHECK_FAMILIES`, seed 0."""
-    return tuple(generate(family, CHECK_SIZE, 0) for family in CHECK_FAMILIES)
+def check_source(size: int = CHECK_SIZE) -> str:
+    """The families at ``size`` requests in words, as a check's evidence names them."""
+    limits = " and ".join(str(f.batch_limit) for f in CHECK_FAMILIES)
+    return f"{len(CHECK_FAMILIES)} seeded families of {size:,} requests (batch limits {limits})"
+
+
+CHECK_SOURCE = check_source()
+
+
+def check_workloads(size: int = CHECK_SIZE) -> tuple[Workload, ...]:
+    """The workloads of :data:`CHECK_FAMILIES` at ``size`` requests, seed 0."""
+    return tuple(generate(family, size, 0) for family in CHECK_FAMILIES)
 
 
 def family_named(name: str) -> Family:

@@ -1,25 +1,32 @@
 """Checking a learner's ``allocate_kv_pages`` directly against spec/semantics.md, section 2.
 
 The exercise states its domain as a precondition: ``tokens`` an int >= 0, ``page_size`` a
-positive int. Within it every value must be exact, so the check calls the function on the
-lesson's corners (0 tokens, a page filled exactly or partway, page size 1, the default page size)
-and on integers far beyond any float's precision (2**53 +/- 1, 2**63, 10**30 and a seeded sample
-of every magnitude up to 2**128), against the exact integer reference. The first wrong answer is
-a PAGE-1 finding, since PAGE-1 ("pages are minimal, wasted < page size") is what the function
-computes.
+positive int. Within it every value must be exact, for any size of int, so the check is a
+property over that whole domain, run by Hypothesis: the lesson's corners (0 tokens, a page filled
+exactly or partway, page size 1, the default page size) and the integers where float division
+loses the last unit (2**53 +/- 1, 2**63, 10**30) are explicit examples, tried first on every run;
+then Hypothesis draws more, of every bit length up to 256, and as often one token either side of
+a whole number of pages, against the exact integer reference. A fixed list would pass an
+allocator that is exact on that list alone; the drawn inputs change with the run's seed (fixed
+under the derandomized ``ci`` profile unless one is given), and the verdict counts every call.
+The first wrong answer, shrunk to the smallest input Hypothesis finds, is a PAGE-1 finding,
+since PAGE-1 ("pages are minimal, wasted < page size") is what the function computes.
 
 Outside the domain the caller is at fault, not the function: the lesson's own solution does no
 validation. What a solution does with a negative count, a float or a bool is therefore advice
 (the Pythonic way: TypeError for a wrong type, ValueError for a value out of range), never a
 finding, unless ``strict_inputs`` asks for validation to be graded. A call that hangs is PROTO-1
-either way: the check cannot go on.
+either way: the check cannot go on, and no further call is made.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
+from hypothesis import strategies as st
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.targets.deadline import CallTimeout, Deadline
@@ -42,16 +49,36 @@ LARGE_CASES: tuple[tuple[int, int | None], ...] = (
 )  # fmt: skip
 
 
-def sampled_cases(count: int = 40, seed: int = 20261130) -> tuple[tuple[int, int], ...]:
-    """Seeded tokens and page sizes of every magnitude up to 2**128: the same on every run."""
-    rng = random.Random(seed)
-    return tuple(
-        (rng.getrandbits(rng.randint(1, 128)), rng.getrandbits(rng.randint(1, 64)) or 1)
-        for _ in range(count)
-    )
+VALUE_CASES = CORNER_CASES + LARGE_CASES
+"""The explicit examples, tried first on every run, in this order."""
+
+MAX_BITS = 256
+"""The longest ints drawn, in bits: far past any float's precision and any fixed-width int."""
 
 
-VALUE_CASES = CORNER_CASES + LARGE_CASES + sampled_cases()
+@st.composite
+def value_cases(draw: st.DrawFn) -> tuple[int, int | None]:
+    """Inputs within the exercise's domain: any page size (or the default), and a token count
+    of any bit length or one token either side of a whole number of pages."""
+    page_size = draw(st.one_of(st.none(), st.integers(1, 64), st.just(0)))
+    if page_size == 0:
+        page_size = max(_any_bits(draw), 1)
+    size = page_size or 16
+    kind = draw(st.sampled_from(("small", "any", "near a page")))
+    if kind == "small":
+        return draw(st.integers(0, 4 * size)), page_size
+    if kind == "any":
+        return _any_bits(draw), page_size
+    pages = _any_bits(draw)
+    return draw(st.integers(max(pages * size - 1, 0), pages * size + 1)), page_size
+
+
+def _any_bits(draw: st.DrawFn) -> int:
+    # Drawn in two steps, not with flatmap, whose module Hypothesis imports on first use: the
+    # check imports nothing once the target runs (tests/attacks/test_attack_containment.py).
+    bits = draw(st.integers(1, MAX_BITS))
+    return draw(st.integers(0, 2**bits - 1))
+
 
 # (tokens, page_size, the exception the Pythonic way raises): outside the exercise's domain.
 BAD_INPUTS: tuple[tuple[Any, Any, type[Exception]], ...] = (
@@ -70,34 +97,58 @@ BAD_INPUTS: tuple[tuple[Any, Any, type[Exception]], ...] = (
 RESULT_KEYS = ("pages", "capacity", "wastedSlots")
 
 
+class _Wrong(Exception):
+    """Raised inside the property so that Hypothesis shrinks; carries the finding."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
 def check_allocator(
-    allocate: Callable[..., Any], deadline: Deadline, strict_inputs: bool = False
+    allocate: Callable[..., Any],
+    deadline: Deadline,
+    strict_inputs: bool = False,
+    *,
+    examples: int = 400,
+    seed: int | None = None,
 ) -> AllocatorVerdict:
-    """Every value case exactly; bad inputs as advice, or as findings if ``strict_inputs``."""
+    """The explicit examples and ``examples`` drawn inputs exactly, from ``seed`` (None:
+    derandomized); then bad inputs as advice, or as findings if ``strict_inputs``."""
     calls = 0
-    for tokens, page_size in VALUE_CASES:
+    hung: _Wrong | None = None
+
+    @settings(
+        max_examples=examples,
+        derandomize=seed is None,
+        database=None,
+        deadline=None,
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+    @given(value_cases())
+    def exact(case: tuple[int, int | None]) -> None:
+        nonlocal calls, hung
+        if hung is not None:  # after a hang, no more calls: shrinking ends at once
+            raise hung
         calls += 1
-        args: tuple[Any, ...] = (tokens,) if page_size is None else (tokens, page_size)
-        expected = reference_allocate(*args)
-        call = _call_text(args)
-        try:
-            answer = deadline.call(call, allocate, *args)
-        except CallTimeout as timeout:
-            return AllocatorVerdict(calls, _finding("PROTO-1", str(timeout)))
-        except Exception as error:
-            return AllocatorVerdict(
-                calls,
-                _finding(
-                    "PAGE-1",
-                    f"{call} raised {type(error).__name__}: {error}; it should return {expected} "
-                    "(tokens >= 0 and page_size >= 1 are within the exercise's inputs).",
-                ),
-            )
-        problem = _wrong_answer(answer, expected, tokens, page_size or 16)
-        if problem:
-            return AllocatorVerdict(
-                calls, _finding("PAGE-1", f"{call} returned {answer!r}: {problem}")
-            )
+        finding = _judged(allocate, deadline, *case)
+        if finding is not None:
+            if finding.invariant == "PROTO-1":
+                hung = _Wrong(finding)
+            raise _Wrong(finding)
+
+    for case in reversed(VALUE_CASES):
+        exact = example(case)(exact)
+    if seed is not None:
+        exact = hypothesis.seed(seed)(exact)
+    try:
+        exact()
+    except _Wrong as wrong:
+        return AllocatorVerdict(calls, hung.finding if hung else wrong.finding)
     advice: list[str] = []
     for tokens, page_size, exception in BAD_INPUTS:
         calls += 1
@@ -121,6 +172,27 @@ def check_allocator(
             return AllocatorVerdict(calls, _finding("PAGE-1", graded), tuple(advice))
         advice.append(words)
     return AllocatorVerdict(calls, None, tuple(advice))
+
+
+def _judged(
+    allocate: Callable[..., Any], deadline: Deadline, tokens: int, page_size: int | None
+) -> Finding | None:
+    """The finding one call within the domain makes, if its answer is not exact."""
+    args: tuple[Any, ...] = (tokens,) if page_size is None else (tokens, page_size)
+    expected = reference_allocate(*args)
+    call = _call_text(args)
+    try:
+        answer = deadline.call(call, allocate, *args)
+    except CallTimeout as timeout:
+        return _finding("PROTO-1", str(timeout))
+    except Exception as error:
+        return _finding(
+            "PAGE-1",
+            f"{call} raised {type(error).__name__}: {error}; it should return {expected} "
+            "(tokens >= 0 and page_size >= 1 are within the exercise's inputs).",
+        )
+    problem = _wrong_answer(answer, expected, tokens, page_size or 16)
+    return _finding("PAGE-1", f"{call} returned {answer!r}: {problem}") if problem else None
 
 
 def _wrong_answer(answer: Any, expected: dict[str, int], tokens: int, page_size: int) -> str:

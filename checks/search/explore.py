@@ -33,6 +33,7 @@ from kvsched.checks import progress
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.search import profiles
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
@@ -75,6 +76,7 @@ class SearchResult:
     counterexample: Counterexample | None
     excused: Excused = field(default_factory=Excused)
     """What the target's declarations excused over every example run."""
+    budget_spent: bool = False  # the time budget ended it before all the profile's examples
 
     @property
     def clean(self) -> bool:
@@ -114,6 +116,8 @@ def search(
     invariant: str | None = None,
     strategy: st.SearchStrategy[Workload] | None = None,
     reproduce: str | None = None,
+    seed: int | None = None,
+    until: float | None = None,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -124,6 +128,7 @@ def search(
     strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if
     the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
+    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`.
     """
     config = _settings(profile, max_examples)
     use_kvsched_cache()
@@ -132,11 +137,13 @@ def search(
     excused = Excused()
     wanted = f" breaking {invariant}" if invariant else ""
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
+    failed = False
 
     @config
     @given(strategy if strategy is not None else search_workloads(_profile(profile)))
     def judge(workload: Workload) -> None:
-        nonlocal examples, locked, excused
+        nonlocal examples, locked, excused, failed
+        profiles.spend(until, failed)
         examples += 1
         progress.advance(examples)
         workload = _beside_reserved(workload, properties)
@@ -150,12 +157,15 @@ def search(
             locked = finding.invariant
             progress.phase(f"{policy or 'declared'}: Hypothesis shrinking a {locked} workload")
         if finding.invariant == locked:
+            failed = True
             raise _Violation(workload, finding)
 
     if reproduce is not None:
         judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
     try:
-        judge()
+        profiles.seeded(judge, seed)()
+    except profiles.BudgetSpent:
+        return SearchResult(policy, profile, examples, None, excused, budget_spent=True)
     except _Violation as violation:
         found = _counterexample(violation, policy, examples, deterministic=True)
         return SearchResult(policy, profile, examples, found, excused)

@@ -11,24 +11,16 @@ cannot read, which the engine reports as PROTO-1.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kvsched.checks.targets.learner_state import LearnerStateError, copy_state, readable_state
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, pages_for
 
-STATE_KEYS = ("waiting", "running", "finished", "free_pages")
-
 ScheduleIteration = Callable[[dict[str, Any], dict[str, int], str], Any]
 AllocateKvPages = Callable[..., Any]
-
-
-class LearnerStateError(Exception):
-    """The state a learner's ``schedule_iteration`` returned cannot be read (PROTO-1)."""
-
-    call = "schedule_iteration"
 
 
 @dataclass(frozen=True)
@@ -38,6 +30,9 @@ class LearnerSolution:
     source: str
     allocate_kv_pages: AllocateKvPages | None
     schedule_iteration: ScheduleIteration | None
+    isolated: bool = False
+    """The functions run in another process (a host): every call sends copies of its
+    arguments and answers with new objects, which no code of the learner's holds."""
 
 
 def solution_from_namespace(source: str, namespace: Any) -> LearnerSolution | None:
@@ -53,11 +48,14 @@ def solution_from_namespace(source: str, namespace: Any) -> LearnerSolution | No
     return LearnerSolution(source, allocate, schedule)
 
 
-def learner_factory(schedule_iteration: ScheduleIteration, policy: str) -> SchedulerFactory:
-    """A scheduler factory that runs ``schedule_iteration`` under ``policy``."""
+def learner_factory(
+    schedule_iteration: ScheduleIteration, policy: str, isolated: bool = False
+) -> SchedulerFactory:
+    """A scheduler factory that runs ``schedule_iteration`` under ``policy``; ``isolated`` as
+    :attr:`LearnerSolution.isolated` says."""
 
     def build(limits: Limits) -> LearnerScheduler:
-        return LearnerScheduler(limits, schedule_iteration, policy)
+        return LearnerScheduler(limits, schedule_iteration, policy, isolated)
 
     return build
 
@@ -82,8 +80,18 @@ class LearnerRaised(Exception):
 class LearnerScheduler:
     """Drives a learner's ``schedule_iteration`` through the scheduler protocol."""
 
-    def __init__(self, limits: Limits, schedule_iteration: ScheduleIteration, policy: str) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        schedule_iteration: ScheduleIteration,
+        policy: str,
+        isolated: bool = False,
+    ) -> None:
         self.policy = policy
+        # The copies keep the learner from changing the state kvsched compares against; a call
+        # into another process copies both ways already.
+        self._copy = _as_is if isolated else copy_state
+        self._plain = isolated  # the wire's decoder makes only dicts, lists, ints and strings
         self._limits = limits
         self._schedule_iteration = schedule_iteration
         self._state = initial_state(limits)
@@ -105,7 +113,7 @@ class LearnerScheduler:
 
     def schedule(self) -> ScheduledBatch:
         before = self._state
-        given = _copy_state(before)
+        given = self._copy(before)
         given["iteration"] = before["iteration"] + 1
         limits = {
             "batch_limit": self._limits.batch_limit,
@@ -117,8 +125,7 @@ class LearnerScheduler:
         except Exception as error:
             cause = likely_cause(given, self._limits.page_size, self._limits.pool_pages)
             raise LearnerRaised(cause) from error
-        after = _readable_state(returned)
-        after = _copy_state(after)  # the learner may keep and change what it returned
+        after = self._copy(readable_state(returned, self._plain))  # the learner may keep it
         after["iteration"] = given["iteration"]
         batch, outcome = _decision(before, after, self._outputs)
         self._pending = (after, outcome)
@@ -152,10 +159,9 @@ def _decision(
                 "request's pages as they were, since they tell which pages it gave back "
                 "(spec/learner.md, 2.2)"
             )
-    generated_before: dict[str, int] = {}
-    for key in ("waiting", "running", "finished"):
-        for record in before[key]:
-            generated_before[record["id"]] = record["generated"]
+    generated_before = {
+        r["id"]: r["generated"] for key in ("waiting", "running", "finished") for r in before[key]
+    }
 
     # The batch in admission order: earlier members first, as they stood before, then newcomers.
     now = {r["id"]: r for r in after["running"] + newly_finished}
@@ -163,9 +169,11 @@ def _decision(
     queue = [r["id"] for r in before["waiting"]]
     # Admission takes from the front of the queue, so the queue's order is the admission order,
     # whether a newcomer is still running or already finished (a one-token request).
-    newcomers = [rid for rid in now if rid not in was_running]
+    ran = set(was_running)
+    newcomers = {rid: None for rid in now if rid not in ran}  # a set in the order of ``now``
     admitted = [rid for rid in queue if rid in newcomers]
-    admitted += [rid for rid in newcomers if rid not in admitted]
+    queued = set(admitted)
+    admitted += [rid for rid in newcomers if rid not in queued]
     batch = [now[rid] for rid in was_running if rid in now] + [now[rid] for rid in admitted]
 
     decode: list[str] = []
@@ -194,50 +202,6 @@ def _decision(
     return ScheduledBatch(tuple(admitted), tuple(decode), page_tables), outcome
 
 
-def _readable_state(state: Any) -> dict[str, Any]:
-    """The returned state if it has the shape of spec/learner.md, else a LearnerStateError."""
-    if state is None:
-        raise LearnerStateError(
-            "schedule_iteration returned None; it must return the new state "
-            "(did you forget `return state`?)"
-        )
-    if not isinstance(state, dict):
-        raise LearnerStateError(
-            f"schedule_iteration must return the state dict, got {type(state).__name__}"
-        )
-    for key in STATE_KEYS:
-        if key not in state:
-            raise LearnerStateError(f"the returned state has no key '{key}'")
-        if not isinstance(state[key], list):
-            raise LearnerStateError(
-                f"state['{key}'] must be a list, got {type(state[key]).__name__}"
-            )
-    for page in state["free_pages"]:
-        if not _is_int(page):
-            raise LearnerStateError(f"state['free_pages'] holds {page!r}, not a page id (an int)")
-    for key in ("waiting", "running", "finished"):
-        for index, record in enumerate(state[key]):
-            _check_record(record, f"state['{key}'][{index}]")
-    return state
-
-
-def _check_record(record: Any, where: str) -> None:
-    if not isinstance(record, dict):
-        raise LearnerStateError(f"{where} must be a request dict, got {type(record).__name__}")
-    if not isinstance(record.get("id"), str):
-        raise LearnerStateError(f"{where} has no string 'id'")
-    label = f"{where} (request '{record['id']}')"
-    if not _is_int(record.get("generated")):
-        raise LearnerStateError(
-            f"{label}: 'generated' must be an int, got {record.get('generated')!r}"
-        )
-    pages = record.get("pages")
-    if not isinstance(pages, list) or not all(_is_int(p) for p in pages):
-        raise LearnerStateError(
-            f"{label}: 'pages' must be a list of page ids (ints), got {pages!r}"
-        )
-
-
 def likely_cause(state: Any, page_size: int, pool_pages: int) -> str:
     """A cause the crash followed from, read off the state the learner changed before raising.
 
@@ -259,42 +223,6 @@ def likely_cause(state: Any, page_size: int, pool_pages: int) -> str:
     )
 
 
-def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy, fast for the state's usual shape (lists of flat request dicts).
-
-    ``copy.deepcopy`` of a state with a thousand finished requests dominated a run at realistic
-    sizes; ints, strings and lists of page ids are copied directly, anything else deeply.
-    """
-    return {key: _copy_value(value) for key, value in state.items()}
-
-
-def _copy_value(value: Any) -> Any:
-    kind = type(value)
-    if kind in _ATOMIC:
-        return value
-    if kind is list:
-        if all(type(item) is int for item in value):
-            return value.copy()
-        return [_copy_record(item) if type(item) is dict else _copy_value(item) for item in value]
-    if kind is dict:
-        return {key: _copy_value(item) for key, item in value.items()}
-    return copy.deepcopy(value)
-
-
-def _copy_record(record: dict[Any, Any]) -> dict[Any, Any]:
-    """A request dict: flat values and a list of page ids, copied without recursion."""
-    copied = record.copy()
-    for key, item in copied.items():
-        kind = type(item)
-        if kind is list and all(type(page) is int for page in item):
-            copied[key] = item.copy()
-        elif kind not in _ATOMIC:
-            copied[key] = _copy_value(item)
-    return copied
-
-
-_ATOMIC = (int, str, bool, float, type(None))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _as_is(state: dict[str, Any]) -> dict[str, Any]:
+    """The state's top level only: the copy an isolated call makes itself is the deep one."""
+    return dict(state)

@@ -102,6 +102,7 @@ class RemoteTarget:
                 self.spec,
                 functions.get("allocate_kv_pages"),
                 functions.get("schedule_iteration"),
+                isolated=True,
             )
             return LearnerTarget(self.spec, solution)
         properties = None

@@ -50,13 +50,20 @@ def register(subparsers: Any) -> None:
         "--profile",
         choices=PROFILE_NAMES,
         default="ci",
-        help="Hypothesis profile: ci (fast, derandomized; default), dev, thorough",
+        help="Hypothesis profile: ci (fast, derandomized; default), dev, thorough; each has its "
+        "own time budget (checks/search/profiles.py), stated with the verdict",
     )
     parser.add_argument("--max-examples", type=int, help="override the profile's example count")
     parser.add_argument(
         "--no-hypothesis", action="store_true", help="only the monitor over the fixed workloads"
     )
-    add_limit_options(parser, "check")
+    add_limit_options(parser, "check", budget=None)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="Hypothesis's seed; the report states the one a run drew, and a rerun with it "
+        "draws the same examples (default: derandomized under ci, fresh under dev and thorough)",
+    )
     parser.add_argument(
         "--z3-requests",
         type=int,
@@ -131,6 +138,10 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--grade runs the target contained: leave out --sandbox none")
     if args.grade:  # grading untrusted code needs its containment (limits.py --require-sandbox)
         args.require_sandbox = True
+    if args.budget is None:  # the profile's budget, stated with the verdict like any other
+        from kvsched.checks.search.profiles import profile_runs
+
+        args.budget = profile_runs(args.profile).budget_seconds
     confinement = confinement_from(args)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
@@ -157,6 +168,8 @@ def main(args: argparse.Namespace) -> int:
         proof_requests=args.z3_requests,
         all_findings=args.all_findings,
         allowed=frozenset(args.allow) if args.grade else None,
+        seed=args.seed,
+        budget=args.budget,
     )
     try:
         with showing_progress(plain=args.json):

@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from kvsched.checks.targets.confinement import Confinement
 
 
-def add_limit_options(parser: Any, command: str) -> None:
+def add_limit_options(parser: Any, command: str, budget: float | None = 600.0) -> None:
     """The ``--timeout``, ``--budget``, ``--memory-mb``, ``--output-limit`` and ``--sandbox``
-    options; ``command`` names what the budget covers in their help."""
+    options; ``command`` names what the budget covers in their help. ``budget`` None leaves
+    ``args.budget`` None unless given: the command chooses it (check: by the profile)."""
     limits = parser.add_argument_group(
         "limits on the target",
         "The target runs in a separate process that kvsched starts, watches and kills; a target "
@@ -32,13 +33,14 @@ def add_limit_options(parser: Any, command: str) -> None:
         metavar="SECONDS",
         help="seconds one call into the target (or its import) may take; default 10",
     )
+    default = "the profile's" if budget is None else f"{budget:g}"
     limits.add_argument(
         "--budget",
         type=float,
-        default=600.0,
+        default=budget,
         metavar="SECONDS",
         help=f"wall-clock seconds for the whole {command} of a target, kvsched's own work "
-        "included; default 600",
+        f"included; default {default}",
     )
     limits.add_argument(
         "--memory-mb",

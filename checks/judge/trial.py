@@ -1,0 +1,109 @@
+"""One scheduler under its deadline, and the ways a check exercises it: a monitored run of a fixed
+workload, a Hypothesis search, and the smallest workload that still breaks a found invariant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from kvsched.checks.monitor.excuses import Excused
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.search.shrink import shrink_workload
+from kvsched.checks.targets.deadline import Deadline
+from kvsched.checks.verdict.report import FailingWorkload
+from kvsched.reference.efficiency import measure
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import SchedulerFactory
+from kvsched.spec.workload import Workload
+
+if TYPE_CHECKING:
+    from kvsched.checks.judge.options import CheckOptions
+    from kvsched.checks.search.explore import SearchResult
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One scheduler, already under its deadline, and the ways to exercise it."""
+
+    factory: SchedulerFactory
+    policy: str
+    properties: TargetProperties | None
+    options: CheckOptions
+    deadline: Deadline
+
+    def measured(
+        self, workload: Workload
+    ) -> tuple[Finding | None, tuple[tuple[str, int], ...], Excused]:
+        """Run ``workload`` through the engine and the monitor: the first finding, if any, the
+        run's efficiency figures (EFF-1..EFF-4) and what the declarations excused in it."""
+        self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
+        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
+        figures = measure(workload, result.events, self.properties).by_id()
+        finding, excused = watch_run(result, self.properties)
+        return finding, tuple(figures.items()), excused
+
+    def search(self, invariant: str | None = None) -> SearchResult:
+        # Hypothesis is imported only when it is used.
+        from kvsched.checks.search.explore import search
+        from kvsched.checks.search.strategies import workloads
+
+        self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
+        options = self.options
+        return search(
+            self.factory,
+            self.policy,
+            options.profile,
+            options.max_examples,
+            properties=self.properties,
+            invariant=invariant,
+            # Looking for a smaller witness of a known violation: small workloads only.
+            strategy=None if invariant is None else workloads(),
+            seed=options.seed,
+            until=options.until,
+        )
+
+    def minimise(
+        self, workload: Workload, finding: Finding, source: str
+    ) -> tuple[FailingWorkload, Finding]:
+        """The smallest workload breaking ``finding.invariant``: shrunk, or found by Hypothesis."""
+        given = workload is self.options.workload
+        saved = self.options.workload_file if given else ""
+        if self.deadline.expired:
+            # After a hang, each shrinking step could hang again: shown where it happened.
+            return FailingWorkload(workload, source, saved_to=saved), finding
+        invariant = finding.invariant
+
+        def still_fails(candidate: Workload) -> bool:
+            found = self.measured(candidate)[0]
+            return found is not None and found.invariant == invariant
+
+        smallest = shrink_workload(workload, still_fails)
+        if smallest == workload and given:
+            return FailingWorkload(workload, source, saved_to=saved), finding
+        found_by = f"{source}, shrunk" if smallest != workload else source
+        blob = ""
+        if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:
+            other = self.search(invariant).counterexample
+            if other is not None and _size(other.workload) < _size(smallest):
+                smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
+        small_finding = self.measured(smallest)[0]
+        if small_finding is None or small_finding.invariant != invariant:
+            return FailingWorkload(workload, source), finding  # the target is not deterministic
+        description = (
+            f"Smallest workload found from {source}: under {self.policy or 'its own'} policy "
+            f"the target breaks {invariant}. {small_finding.message}"
+        )
+        smallest = replace(smallest, name="counterexample", description=description)
+        return FailingWorkload(smallest, found_by, blob), small_finding
+
+
+def _tiny(workload: Workload) -> bool:
+    """Too small for a search to find anything smaller worth the time."""
+    return len(workload.requests) <= 2 and _size(workload)[1] <= 4
+
+
+def _size(workload: Workload) -> tuple[int, int]:
+    return len(workload.requests), sum(r.prompt_tokens + r.output_tokens for r in workload.requests)
