@@ -61,8 +61,9 @@ def test_progress_the_early_allocator_verdict_and_the_first_line_on_a_terminal(
     assert code == 0, drawn
     plain = ANSI.sub("", drawn)
     # The allocator's verdict is printed as soon as it is known, before any other phase.
-    early = plain.index("allocate_kv_pages: holds on 82 cases")
-    assert early < plain.index("static: monitor on the teaching trace")
+    allocator = re.search(r"allocate_kv_pages: holds on \d+ inputs", plain)
+    assert allocator is not None, plain
+    assert allocator.start() < plain.index("static: monitor on the teaching trace")
     assert re.search(r"static: Hypothesis examples .*\d+/30", plain), plain
     # The verdict replaces the progress: it begins with its one line, in colour.
     assert "\x1b[1;32mPASS\x1b[0m" in drawn
@@ -104,7 +105,7 @@ def test_output_for_programs_is_plain_and_stderr_silent(tmp_path: Path, how: str
         assert json.loads(out)["exit_code"] == 1
     else:
         assert out.startswith(f"FAIL  {argv[1]}: VIOLATION found: PAGE-3 in iteration 1"), out
-        assert "allocate_kv_pages: holds on 82 cases" in out
+        assert re.search(r"allocate_kv_pages: holds on \d+ inputs", out), out
         assert out.count("allocate_kv_pages: holds") == 1  # no early copy off a terminal
 
 

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
 from hypothesis import strategies as st
 
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.search.profiles import use_kvsched_cache
 from kvsched.checks.targets.deadline import CallTimeout, Deadline
 from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.reference.pages import allocate_kv_pages as reference_allocate
@@ -145,6 +146,7 @@ def check_allocator(
         exact = example(case)(exact)
     if seed is not None:
         exact = hypothesis.seed(seed)(exact)
+    use_kvsched_cache()  # Hypothesis's files go to the cache folder, not the user's folder
     try:
         exact()
     except _Wrong as wrong:

@@ -89,8 +89,8 @@ def allocator_line(allocator: AllocatorVerdict) -> str:
     """The verdict on a learner's ``allocate_kv_pages``, known before anything else."""
     if allocator.finding is None:
         return (
-            f"allocate_kv_pages: holds on {plural(allocator.calls, 'case')} "
-            "(exact values from 0 tokens to 10**30, full and partial pages; section 2)"
+            f"allocate_kv_pages: holds on {plural(allocator.calls, 'input')} "
+            "(exact values from 0 tokens to 2**256, full and partial pages; section 2)"
         )
     finding = allocator.finding
     return (
