@@ -11,6 +11,8 @@ JSON. :func:`run_cell` is the whole of a cell's work: the stepped engine
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,9 +23,12 @@ from kvsched.reference import POLICIES, run
 from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.reference.families import workload_from_spec
 from kvsched.reports.collect import case_of_run, declared_properties
+from kvsched.reports.results import CaseResult, workload_content
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.strict_json import decode_json
 from kvsched.spec.workload import Limits, Workload, WorkloadError, check_fits, parse_workload
+
+from .hosted import BrokenHost, CellError, hosted
 
 CELL_FORMAT = 1
 """Part of every cell's key: a change to what a cell's result holds makes every cell new."""
@@ -57,7 +62,8 @@ class Cell(msgspec.Struct, frozen=True):
     """What one run is: its scheduler, workload and limits."""
 
     scheduler: str
-    """A reference policy (``static``) or ``engine:NAME`` for an engine configuration."""
+    """A reference policy (``static``), ``engine:NAME`` for an engine configuration, or the
+    grid's name for a target."""
     workload: str
     """A workload file's path, or ``family:NAME:SIZE:SEED``."""
     digest: str
@@ -65,13 +71,21 @@ class Cell(msgspec.Struct, frozen=True):
     limits: LimitsOverride
     limits_key: str = ""
     """Where the limits are in the grid file (``limits[1]``), to name it in an error."""
+    target: str = ""
+    """A scheduler under test, ``/path/file.py:Class``; empty for kvsched's own schedulers."""
+    target_digest: str = ""
+    """:func:`.hosted.source_digest` of the target's files."""
+    policy: str = ""
+    """The policy the target is judged by; empty: the one it declares."""
 
     @property
     def key(self) -> str:
         """A stable name for the cell: the same definition gives the same key on any machine,
         in any order of the grid, so a finished cell is found again. A file is known by its
         bytes, not its path."""
-        identity = [CELL_FORMAT, self.scheduler, self.digest or self.workload, self.limits]
+        target = [self.target.rpartition(":")[2], self.target_digest, self.policy]
+        workload = self.digest or self.workload
+        identity = [CELL_FORMAT, self.scheduler, *target, workload, self.limits]
         return hashlib.sha256(msgspec.json.encode(identity)).hexdigest()[:20]
 
     @property
@@ -102,37 +116,64 @@ class CellResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A digest of the requests run (:func:`kvsched.reports.results.workload_content`)."""
 
 
-def scheduler_named(name: str) -> tuple[SchedulerFactory, str]:
-    """The factory a cell's scheduler name stands for, and the policy its run is judged by."""
-    if name.startswith(ENGINE_PREFIX):
-        config = CONFIGS[name.removeprefix(ENGINE_PREFIX)]
-        factory = EngineScheduler.configured(config)
-        return factory, config.properties().policy
-    return POLICIES[name], name
+@contextmanager
+def scheduler_of(cell: Cell) -> Iterator[tuple[SchedulerFactory, str]]:
+    """The factory a cell's scheduler stands for, and the policy its run is judged by."""
+    if cell.target:
+        with hosted(cell.target, cell.target_digest, cell.policy) as found:
+            yield found
+    elif cell.scheduler.startswith(ENGINE_PREFIX):
+        config = CONFIGS[cell.scheduler.removeprefix(ENGINE_PREFIX)]
+        yield EngineScheduler.configured(config), config.properties().policy
+    else:
+        yield POLICIES[cell.scheduler], cell.scheduler
 
 
 def run_cell(cell: Cell) -> CellResult:
-    """Run, check and measure one cell. WorkloadError: its workload or limits are unusable."""
-    workload = cell.limits.apply(_workload(cell), cell.limits_key or "limits")
-    factory, policy = scheduler_named(cell.scheduler)
-    declared = declared_properties(factory)
-    stepped = run(workload, factory, policy=policy, properties=declared)
-    finding, _ = watch_run(stepped, declared)
-    measured = case_of_run(workload, cell.scheduler, factory, stepped)
-    case = measured.result
+    """Run, check and measure one cell. CellError: its workload, limits or target is unusable."""
+    try:
+        workload = cell.limits.apply(_workload(cell), cell.limits_key or "limits")
+    except WorkloadError as error:
+        raise CellError(str(error)) from None
+    try:
+        with scheduler_of(cell) as (factory, policy):
+            declared = declared_properties(factory)
+            stepped = run(workload, factory, policy=policy, properties=declared)
+            finding, _ = watch_run(stepped, declared)
+            measured = case_of_run(workload, cell.scheduler, factory, stepped)
+    except BrokenHost as broken:
+        return _result(cell, workload, "PROTO-1", f"PROTO-1 (end of run): {broken}", "", None)
+    return _result(
+        cell,
+        workload,
+        "" if finding is None else finding.invariant,
+        "" if finding is None else str(finding),
+        measured.problem,
+        measured.result,
+    )
+
+
+def _result(
+    cell: Cell,
+    workload: Workload,
+    invariant: str,
+    finding: str,
+    problem: str,
+    case: CaseResult | None,
+) -> CellResult:
     return CellResult(
         CELL_FORMAT,
         cell.key,
         cell,
         workload.name,
         len(workload.requests),
-        "" if finding is None else str(finding),
-        "" if finding is None else finding.invariant,
-        measured.problem,
-        dict(case.metrics),
-        dict(case.units),
-        dict(case.limits),
-        case.content,
+        finding,
+        invariant,
+        problem,
+        {} if case is None else dict(case.metrics),
+        {} if case is None else dict(case.units),
+        {} if case is None else dict(case.limits),
+        workload_content(workload.requests),
     )
 
 

@@ -14,10 +14,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Any, TextIO
 
-from kvsched.spec.workload import WorkloadError
-
 from .cell import Cell, CellResult, run_cell
 from .grid import Grid, GridError
+from .hosted import CellError
 from .store import CellStore
 
 
@@ -45,7 +44,7 @@ def sweep(
             done[result.key] = result
             verdict = result.invariant or "ok"
             print(f"  [{count}/{len(todo)}] {result.cell.label}: {verdict}", file=stream)
-    except WorkloadError as error:
+    except CellError as error:
         raise GridError(f"{grid.path}: {error}") from None
     finally:
         results.close()

@@ -7,6 +7,8 @@ Keys (docs/sweeps.md):
 - ``policies``: reference policies by name (``kvsched.reference.POLICIES``);
 - ``configs``: engine scheduler configurations by name
   (``kvsched.reference.engine_scheduler.CONFIGS``);
+- ``targets``: ``{name, target = "file.py:Class", policy}`` tables, schedulers under test, each
+  hosted in a sandboxed process per cell (:mod:`.hosted`);
 - ``workloads``: workload files, relative to the grid file;
 - ``families``: ``{name, size}`` tables, each generated once per seed
   (``kvsched.reference.families.generate``);
@@ -28,8 +30,10 @@ import msgspec
 from kvsched.reference import POLICIES
 from kvsched.reference.engine_scheduler import CONFIGS
 from kvsched.reference.families import family_named
+from kvsched.spec.vocabulary import POLICY_NAMES
 
 from .cell import ENGINE_PREFIX, Cell, LimitsOverride
+from .hosted import source_digest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,11 +50,20 @@ class FamilyEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     size: int
 
 
+class TargetEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    target: str
+    """``file.py:Class``, the file relative to the grid file."""
+    policy: str = ""
+    """The policy it is judged by; default: the one the class declares."""
+
+
 class GridFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The file's keys as written; :func:`load_grid` checks what their types cannot say."""
 
     policies: list[str] = []
     configs: list[str] = []
+    targets: list[TargetEntry] = []
     workloads: list[str] = []
     families: list[FamilyEntry] = []
     seeds: list[int] = msgspec.field(default_factory=lambda: [0])
@@ -90,7 +103,7 @@ def _cells(path: Path, grid: GridFile) -> list[Cell]:
     def wrong(key: str, what: str) -> GridError:
         return GridError(f"{path}: {key}: {what}")
 
-    schedulers = _schedulers(grid, wrong)
+    schedulers = [*_schedulers(grid, wrong), *_targets(path, grid, wrong)]
     for index, entry in enumerate(grid.families):
         try:
             family_named(entry.name)
@@ -115,14 +128,14 @@ def _cells(path: Path, grid: GridFile) -> list[Cell]:
         raise wrong("workloads", "the grid names no workload: give workloads or families")
     overrides: Sequence[LimitsOverride] = grid.limits or [LimitsOverride()]
     return [
-        Cell(scheduler, workload, digest, limits, limits_key)
+        Cell(name, workload, digest, limits, limits_key, *target)
         for workload, digest in workloads
         for limits_key, limits in _keyed(overrides, bool(grid.limits))
-        for scheduler in schedulers
+        for name, target in schedulers
     ]
 
 
-def _schedulers(grid: GridFile, wrong: Wrong) -> list[str]:
+def _schedulers(grid: GridFile, wrong: Wrong) -> list[tuple[str, tuple[str, ...]]]:
     for index, name in enumerate(grid.policies):
         if name not in POLICIES:
             known = ", ".join(POLICIES)
@@ -134,9 +147,38 @@ def _schedulers(grid: GridFile, wrong: Wrong) -> list[str]:
     _unique(grid.policies, "policies", wrong)
     _unique(grid.configs, "configs", wrong)
     schedulers = [*grid.policies, *(ENGINE_PREFIX + name for name in grid.configs)]
-    if not schedulers:
-        raise wrong("policies", "the grid names no scheduler: give policies or configs")
-    return schedulers
+    if not schedulers and not grid.targets:
+        raise wrong("policies", "the grid names no scheduler: give policies, configs or targets")
+    return [(name, ()) for name in schedulers]
+
+
+def _targets(path: Path, grid: GridFile, wrong: Wrong) -> list[tuple[str, tuple[str, ...]]]:
+    """Each target's name and (``/path/file.py:Class``, digest of its files, policy)."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    taken = {*POLICIES, *(ENGINE_PREFIX + name for name in CONFIGS)}
+    for index, entry in enumerate(grid.targets):
+        key = f"targets[{index}]"
+        if entry.name in taken or not entry.name or entry.name.startswith(ENGINE_PREFIX):
+            raise wrong(f"{key}.name", f"{entry.name!r} is taken: name the target otherwise")
+        taken.add(entry.name)
+        file, colon, name = entry.target.rpartition(":")
+        if not colon or not file.endswith(".py") or not name.isidentifier():
+            raise wrong(
+                f"{key}.target",
+                f"write file.py:Class (a file beside the grid or a path to one), got "
+                f"{entry.target!r}; a grid hosts scheduler classes from files only, whose "
+                "bytes key their cells",
+            )
+        if entry.policy and entry.policy not in POLICY_NAMES:
+            known = ", ".join(POLICY_NAMES)
+            raise wrong(f"{key}.policy", f"{entry.policy!r} is not a policy ({known})")
+        source = (path.parent / file).resolve()
+        try:
+            digest = source_digest(source)
+        except OSError as error:
+            raise wrong(f"{key}.target", f"cannot read {source}: {error.strerror}") from None
+        found.append((entry.name, (f"{source}:{name}", digest, entry.policy)))
+    return found
 
 
 def _files(path: Path, names: list[str], wrong: Wrong) -> list[tuple[str, str]]:
