@@ -109,7 +109,8 @@ class CellResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     invariant: str
     problem: str
     """Why the figures are partial (a scheduler fault, a run that did not drain); else empty."""
-    metrics: dict[str, float]
+    metrics: dict[str, int | float]
+    """As the run gave them: counts are ints, so a stored cell reads back as it was written."""
     units: dict[str, str]
     limits: dict[str, int]
     content: str

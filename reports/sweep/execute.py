@@ -92,7 +92,7 @@ def _on_cluster(cells: Sequence[Cell], address: str | None) -> Generator[CellRes
             client.submit(run_cell, cell, key=f"kvsched-cell-{cell.key}", retries=0)
             for cell in cells
         ]
-        for future in distributed.as_completed(futures):
+        for future in distributed.as_completed(futures, loop=client.loop):
             yield future.result()
     finally:
         client.cancel(futures)
