@@ -156,3 +156,13 @@ def test_an_invalid_grid_exits_2_naming_the_file_and_the_key(
     assert sweep(grid, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert str(grid) in err and said in err, err
+
+
+def test_a_cell_that_cannot_be_stored_is_no_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / CELLS).write_text("a file where the cells' folder goes", encoding="utf-8")
+    assert sweep(write_grid(tmp_path), out) == 5
+    assert f"cannot write {out / CELLS}" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from typing import Any
 
 from kvsched.checks.verdict.files import write_file
 from kvsched.commands import UsageError
-from kvsched.commands.output import emit, writing
+from kvsched.commands.output import OutputFailure, emit, writing
 from kvsched.spec.vocabulary import ExitCode
 
 DEFAULT_OUT = "sweeps"
@@ -56,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.reports.sweep import (
         ClusterError,
         GridError,
+        StoreFailure,
         load_grid,
         merged,
         render_table,
@@ -71,10 +72,11 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(DEFAULT_OUT) / path.stem
     try:
         grid = load_grid(path)
-        with writing(str(out)):
-            results = sweep(grid, out, sys.stderr, jobs=args.jobs, cluster=args.cluster)
+        results = sweep(grid, out, sys.stderr, jobs=args.jobs, cluster=args.cluster)
     except (GridError, ClusterError) as error:
         raise UsageError(str(error)) from None
+    except StoreFailure as failure:
+        raise OutputFailure(str(failure.path), failure.error) from None
     report = merged(os.fspath(path), results)
     data = report_json(report)
     report_path = out / "sweep.json"

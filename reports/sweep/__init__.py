@@ -11,6 +11,7 @@ from .cell import Cell, CellResult, run_cell
 from .execute import ClusterError, sweep
 from .grid import Grid, GridError, load_grid
 from .merged import SweepReport, merged, render_table, report_json
+from .store import StoreFailure
 
 __all__ = [
     "Cell",
@@ -18,6 +19,7 @@ __all__ = [
     "ClusterError",
     "Grid",
     "GridError",
+    "StoreFailure",
     "SweepReport",
     "load_grid",
     "merged",

@@ -61,15 +61,15 @@ def _on_pool(cells: Sequence[Cell], jobs: int) -> Generator[CellResult]:
         return
     # Spawned, not forked: a fork copies whatever threads and locks the parent holds.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    try:
         pending: set[Future[CellResult]] = {pool.submit(run_cell, cell) for cell in cells}
-        try:
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                yield from (future.result() for future in finished)
-        finally:
-            for future in pending:
-                future.cancel()
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            yield from (future.result() for future in finished)
+    finally:
+        # Stopped early (an invalid cell, Ctrl-C): the cells not started never start.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _on_cluster(cells: Sequence[Cell], address: str | None) -> Generator[CellResult]:

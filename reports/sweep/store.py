@@ -22,6 +22,14 @@ CELLS = "cells"
 """The folder under the sweep's ``--out`` that holds one ``KEY.json`` per finished cell."""
 
 
+class StoreFailure(Exception):
+    """A finished cell could not be stored: the sweep's output failed, not the cell."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(f"{path}: {error.strerror or error}")
+        self.path, self.error = path, error
+
+
 class CellStore:
     def __init__(self, out: Path, stream: TextIO | None = None) -> None:
         self.folder = out / CELLS
@@ -42,7 +50,10 @@ class CellStore:
             path = self.path(cell)
             try:
                 data = path.read_bytes()
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as error:
+                print(f"{path}: cannot read ({error.strerror}); running it again", file=self.stream)
                 continue
             try:
                 result = msgspec.json.decode(data, type=CellResult)
@@ -57,8 +68,13 @@ class CellStore:
         return found
 
     def put(self, result: CellResult) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_file(self.path(result.cell), msgspec.json.format(msgspec.json.encode(result)))
+        """Store ``result``; StoreFailure if it cannot be written whole."""
+        path = self.path(result.cell)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_file(path, msgspec.json.format(msgspec.json.encode(result)))
+        except OSError as error:
+            raise StoreFailure(path, error) from None
 
 
 def _same(result: CellResult, cell: Cell) -> bool:
