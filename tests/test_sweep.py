@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,11 @@ def test_a_cell_that_cannot_be_stored_is_no_pass(
     (out / CELLS).write_text("a file where the cells' folder goes", encoding="utf-8")
     assert sweep(write_grid(tmp_path), out) == 5
     assert f"cannot write {out / CELLS}" in capsys.readouterr().err
+
+
+def test_a_cluster_without_dask_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were not installed
+    assert sweep(write_grid(tmp_path), tmp_path / "out", "--cluster", "tcp://127.0.0.1:1") == 2
+    assert "pip install 'kvsched[cluster]'" in capsys.readouterr().err
