@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kvsched.reference import POLICIES, RunMetrics, compute_metrics, run
+from kvsched.reference import POLICIES, Run, RunMetrics, compute_metrics, run
 from kvsched.reference.efficiency import Efficiency, measure
 from kvsched.reference.fastpath import REFERENCE_POLICIES, replay
 from kvsched.spec.properties import TargetProperties
@@ -139,16 +139,27 @@ def run_case(
             for i, r in enumerate(workload.requests)
         )
         return CaseRun(workload, policy, FAST, fast.metrics, spans, None)
-    # What the scheduler declares (a fold restart, chunked prefill) sets what its run may take.
-    declared = getattr(factory, "properties", None)
-    if not isinstance(declared, TargetProperties):
-        declared = None
+    declared = declared_properties(factory)
     if progress is not None and progress.enabled:
         progress.start(label, len(workload.requests))
         stepped = run(workload, _counting(factory, progress), policy=policy, properties=declared)
         progress.finish()
     else:
         stepped = run(workload, factory, policy=policy, properties=declared)
+    return case_of_run(workload, policy, factory, stepped)
+
+
+def declared_properties(factory: SchedulerFactory) -> TargetProperties | None:
+    """What the scheduler declares (a fold restart, chunked prefill): it sets what its run may
+    take, and what the monitor excuses."""
+    declared = getattr(factory, "properties", None)
+    return declared if isinstance(declared, TargetProperties) else None
+
+
+def case_of_run(
+    workload: Workload, policy: str, factory: SchedulerFactory, stepped: Run
+) -> CaseRun:
+    """The figures of a stepped run of ``factory`` over ``workload``, shown as ``policy``."""
     problem = ""
     if stepped.fault is not None:
         fault = stepped.fault
