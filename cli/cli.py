@@ -38,6 +38,7 @@ COMMANDS = (
     "bench",
     "prove",
     "synth",
+    "import_trace",
 )
 
 
