@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +31,8 @@ SAMPLES = [
 ]
 
 
-def _import(layout: str, name: str, **options: object) -> Workload:
-    workload, _ = import_trace(layout, TRACES / name, ImportOptions(**options))  # type: ignore[arg-type]
+def _import(layout: str, name: str, **options: Any) -> Workload:
+    workload, _ = import_trace(layout, TRACES / name, ImportOptions(**options))
     return workload
 
 
