@@ -39,6 +39,7 @@ COMMANDS = (
     "bench",
     "prove",
     "synth",
+    "import_trace",
     "sweep",
     "init",
 )
