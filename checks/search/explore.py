@@ -8,6 +8,13 @@ different invariant counts as passing. Without the lock, shrinking slips from, s
 (PAGE-3) found on a big workload to whatever small workload breaks something else, and the user
 is shown the wrong bug.
 
+The search aims at the corners where real engines broke (:mod:`.corners`): Hypothesis's
+targeting climbs towards preemptions, full prefix hits and admissions that leave no page free,
+and the known boundary shapes run first, as explicit examples. Whatever Hypothesis shrinks a
+failure to is shrunk again by :func:`.shrink.shrink_workload`, which drops requests one by one and
+their prefixes and priorities with them: Hypothesis shrinks a swarm example's choices, and a
+request it cannot drop without redrawing the others stays in its minimum.
+
 The result is a :class:`Counterexample`: the minimal workload (save it with
 :meth:`Counterexample.save` and ``kvsched replay`` or ``kvsched check --workload`` replays it
 exactly, since the engine is deterministic), the finding, the number of examples tried, and
@@ -24,7 +31,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from hypothesis import Phase, Verbosity, given, reproduce_failure, settings, target
+from hypothesis import Phase, Verbosity, example, given, reproduce_failure, settings
 from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
@@ -32,6 +39,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.search.corners import BOUNDARY_SHAPES, aim
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
@@ -39,9 +47,10 @@ from kvsched.checks.search.counterexample import (
     reproduce_line,
 )
 from kvsched.checks.search.profiles import profile_settings, use_kvsched_cache
+from kvsched.checks.search.shrink import shrink_workload
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
 from kvsched.checks.search.strategies import search_workloads
-from kvsched.reference.engine import Run, run
+from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile, is_profile
@@ -95,12 +104,17 @@ class StatefulResult:
 
 
 class _Violation(Exception):
-    """Raised inside the Hypothesis test so that it shrinks; carries what the monitor found."""
+    """Raised inside the Hypothesis test so that it shrinks; carries what the monitor found.
+    ``found`` is the violation Hypothesis raised, whose reproduce line this one keeps."""
 
-    def __init__(self, workload: Workload, finding: Finding) -> None:
+    def __init__(
+        self, workload: Workload, finding: Finding, found: _Violation | None = None
+    ) -> None:
         super().__init__(f"{finding.invariant}: {finding.message}")
         self.workload = workload
         self.finding = finding
+        if found is not None:
+            self.__notes__ = getattr(found, "__notes__", [])
 
 
 def search(
@@ -139,26 +153,52 @@ def search(
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
         excused += seen
+        reserved = len(properties.reserved_pages) if properties is not None else 0
+        aim(result, workload.limits.pool_pages - reserved)
         if finding is None:
-            _aim_at_pressure(result)
             return
         if locked is None:
             locked = finding.invariant
         if finding.invariant == locked:
             raise _Violation(workload, finding)
 
+    def shrunk(violation: _Violation) -> _Violation:
+        """The violation on the smallest workload that still breaks its invariant."""
+        nonlocal examples
+        invariant = violation.finding.invariant
+        last = [violation.finding]
+
+        def still_fails(candidate: Workload) -> bool:
+            nonlocal examples
+            if properties is not None and properties.unservable(
+                candidate.requests, candidate.limits
+            ):
+                return False  # a pool the target's reserved pages leave too small
+            examples += 1
+            found = watch_run(run(candidate, factory, policy, properties=properties), properties)
+            if found[0] is None or found[0].invariant != invariant:
+                return False
+            last[0] = found[0]
+            return True
+
+        smallest = shrink_workload(violation.workload, still_fails)
+        if smallest == violation.workload or not still_fails(smallest):
+            return violation
+        return _Violation(smallest, last[0], violation)
+
     if reproduce is not None:
         judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
+    else:
+        for shape in reversed(BOUNDARY_SHAPES):  # decorators apply bottom-up: run in order
+            judge = example(shape)(judge)
     try:
         judge()
-    except _Violation as violation:
-        found = _counterexample(violation, policy, examples, deterministic=True)
-        return SearchResult(policy, profile, examples, found, excused)
-    except FlakyFailure as flaky:
-        unsteady = _first(flaky, _Violation)
-        if unsteady is None:
+    except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
+        violation = _first(failure, _Violation)
+        if violation is None:
             raise
-        found = _counterexample(unsteady, policy, examples, deterministic=False)
+        steady = not isinstance(failure, FlakyFailure)
+        found = _counterexample(shrunk(violation), policy, examples, deterministic=steady)
         return SearchResult(policy, profile, examples, found, excused)
     except DidNotReproduce:
         # Judged and passed: the target was fixed. Never judged: the line was recorded against
@@ -215,18 +255,6 @@ def run_stateful(
         )
         return StatefulResult(policy, profile, machine.runs, found)
     return StatefulResult(policy, profile, machine.runs, None)
-
-
-def _aim_at_pressure(result: Run) -> None:
-    """Steer Hypothesis towards crowded runs, where size-dependent bugs live."""
-    events = result.events
-    if not events:
-        return
-    pool = result.workload.limits.pool_pages
-    target(max(len(e.active) for e in events), label="active requests")
-    target(max(len(e.waiting) for e in events), label="waiting requests")
-    target(max(e.pages_in_use for e in events) / pool, label="share of the pool in use")
-    target(sum(len(e.preempted) for e in events), label="preemptions")
 
 
 def _profile(name: str) -> Profile:

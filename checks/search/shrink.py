@@ -4,7 +4,8 @@ Hypothesis shrinks the workloads it generates; a violation found on the teaching
 user's ``--workload`` needs the same service, or a learner is handed nine requests and a hundred
 iterations to read. This is a greedy delta-debugger over the workload's own structure: drop
 requests (in halves, quarters, ... then one by one), then lower every number (output and prompt
-lengths, arrival times, the limits), keep any change after which ``still_fails`` holds, and
+lengths, arrival times, the limits) and drop what a request carries beyond its sizes (its prefix
+group, its priority), keep any change after which ``still_fails`` holds, and
 repeat until a pass changes nothing. Every candidate is validated by
 :func:`~kvsched.spec.workload.parse_workload`, so the result is a workload file
 ``kvsched check --workload`` accepts, and since runs are deterministic it fails the same way there.
@@ -81,9 +82,18 @@ def _smaller_requests(request: Request) -> Iterator[Request]:
     for value in _smaller(request.output_tokens, 1):
         yield replace(request, output_tokens=value)
     for value in _smaller(request.prompt_tokens, 0):
-        yield replace(request, prompt_tokens=value)
+        # A shared prefix is part of the prompt (1.1): a whole-prompt prefix shrinks with it.
+        yield replace(request, prompt_tokens=value, prefix_tokens=min(request.prefix_tokens, value))
     for value in _smaller(request.arrival, 0):
         yield replace(request, arrival=value)
+    if request.prefix_group:
+        yield replace(request, prefix_group="", prefix_tokens=0)
+        for value in _smaller(request.prefix_tokens, 0):
+            yield replace(request, prefix_tokens=value)
+    if request.priority:  # towards 0, boldest first: 0, half way, one nearer
+        nearer = request.priority - (1 if request.priority > 0 else -1)
+        for value in sorted({0, int(request.priority / 2), nearer}, key=abs):
+            yield replace(request, priority=value)
 
 
 def _smaller(value: int, floor: int) -> list[int]:
@@ -92,8 +102,9 @@ def _smaller(value: int, floor: int) -> list[int]:
     return sorted({v for v in options if floor <= v < value})
 
 
-def _size(workload: Workload) -> tuple[int, int, int, int]:
-    """Order on workloads: fewer requests, fewer tokens, earlier arrivals, smaller limits."""
+def _size(workload: Workload) -> tuple[int, int, int, int, int]:
+    """Order on workloads: fewer requests, fewer tokens, earlier arrivals, smaller limits, then
+    fewer and shorter shared prefixes and priorities nearer 0."""
     requests = workload.requests
     limits: Limits = workload.limits
     return (
@@ -101,6 +112,7 @@ def _size(workload: Workload) -> tuple[int, int, int, int]:
         sum(r.output_tokens + r.prompt_tokens for r in requests),
         sum(r.arrival for r in requests),
         limits.batch_limit + limits.pool_pages + limits.page_size,
+        sum(bool(r.prefix_group) + r.prefix_tokens + abs(r.priority) for r in requests),
     )
 
 
@@ -117,10 +129,7 @@ def _renamed(workload: Workload, still_fails: Callable[[Workload], bool]) -> Wor
     letters = "abcdefghijklmnopqrstuvwxyz"
     if len(workload.requests) > len(letters):
         return workload
-    renamed = tuple(
-        Request(letters[i], r.arrival, r.prompt_tokens, r.output_tokens)
-        for i, r in enumerate(workload.requests)
-    )
+    renamed = tuple(replace(r, id=letters[i]) for i, r in enumerate(workload.requests))
     candidate = replace(workload, requests=renamed)
     if candidate == workload or not still_fails(candidate):
         return workload
