@@ -1,13 +1,13 @@
 """Planted bugs of the engine scheduler that only the search's corners reach.
 
-Each is a bug class reported against a real engine (/work/shared/prior-art.md lists them), planted
+Each is a bug class reported against a real engine (vLLM, TensorRT-LLM, nano-vllm), planted
 in the reference engine scheduler as a class that ``kvsched check`` runs itself, so the search
 must draw the workload that shows it: no fixed workload in the zoo hands it over.
 
 - priority preemption (vLLM): under priority order the victim is the lowest priority, which may
   be a request scheduled earlier in the same ``schedule()`` (a low-priority request running
-  ahead of a high one). :class:`PriorityVictimKeepsChunk` leaves the victim's chunk scheduled;
-  :class:`PriorityVictimRefundsTwice` gives its tokens back to the budget twice (a stale budget);
+  ahead of a high one). :class:`PriorityVictimRefundsTwice` gives its tokens back to the budget
+  twice (a stale budget);
 - a full prefix hit on an exact page multiple (vLLM must recompute the last token):
   :class:`~.engine.TokenFromNothing`, which the zoo also checks as a fixed log, takes every page
   of such a prompt from the cache;
@@ -42,18 +42,6 @@ class PriorityV1(V1):
 
     config: EngineConfig = PRIORITY
     properties: TargetProperties = PRIORITY.properties()
-
-
-class PriorityVictimKeepsChunk(PriorityV1):
-    """A victim already scheduled in this ``schedule()`` keeps its chunk: it is preempted, its
-    pages released, yet it still computes and samples a token from the queue."""
-
-    def _preempt(self, step: Step, seq: Seq) -> None:
-        chunk = step.computed.get(seq.id)
-        super()._preempt(step, seq)
-        if chunk is not None:  # the bug: the chunk stays in the batch
-            step.computed[seq.id] = chunk
-            step.budget -= chunk
 
 
 class PriorityVictimRefundsTwice(PriorityV1):
@@ -92,7 +80,6 @@ class RevivedHitsCountedFree(V1):
 
 
 TWINS: dict[type[V1], type[V1]] = {
-    PriorityVictimKeepsChunk: PriorityV1,
     PriorityVictimRefundsTwice: PriorityV1,
     TokenFromNothing: V1,
     RevivedHitsCountedFree: V1,

@@ -8,12 +8,11 @@ different invariant counts as passing. Without the lock, shrinking slips from, s
 (PAGE-3) found on a big workload to whatever small workload breaks something else, and the user
 is shown the wrong bug.
 
-The search aims at the corners where real engines broke (:mod:`.corners`): Hypothesis's
-targeting climbs towards preemptions, full prefix hits and admissions that leave no page free,
-and the known boundary shapes run first, as explicit examples. Whatever Hypothesis shrinks a
-failure to is shrunk again by :func:`.shrink.shrink_workload`, which drops requests one by one and
-their prefixes and priorities with them: Hypothesis shrinks a swarm example's choices, and a
-request it cannot drop without redrawing the others stays in its minimum.
+It aims at the corners where real engines broke (:mod:`.corners`): targets on preemptions, full
+prefix hits and admissions that leave no page free, and the known boundary shapes first, as
+explicit examples. What Hypothesis shrinks a failure to is shrunk again
+(:func:`.shrink.smallest_failing`), request by request: Hypothesis shrinks a swarm example's
+choices, and a request it cannot drop without redrawing the others stays in its minimum.
 
 The result is a :class:`Counterexample`: the minimal workload (save it with
 :meth:`Counterexample.save` and ``kvsched replay`` or ``kvsched check --workload`` replays it
@@ -47,7 +46,7 @@ from kvsched.checks.search.counterexample import (
     reproduce_line,
 )
 from kvsched.checks.search.profiles import profile_settings, use_kvsched_cache
-from kvsched.checks.search.shrink import shrink_workload
+from kvsched.checks.search.shrink import smallest_failing
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
 from kvsched.checks.search.strategies import search_workloads
 from kvsched.reference.engine import run
@@ -138,7 +137,8 @@ def search(
     the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
     """
-    config = _settings(profile, max_examples)
+    shapes = BOUNDARY_SHAPES if strategy is None and reproduce is None else ()
+    config = _settings(profile, max_examples, len(shapes))
     use_kvsched_cache()
     examples = 0
     locked = invariant
@@ -162,44 +162,25 @@ def search(
         if finding.invariant == locked:
             raise _Violation(workload, finding)
 
-    def shrunk(violation: _Violation) -> _Violation:
-        """The violation on the smallest workload that still breaks its invariant."""
-        nonlocal examples
-        invariant = violation.finding.invariant
-        last = [violation.finding]
-
-        def still_fails(candidate: Workload) -> bool:
-            nonlocal examples
-            if properties is not None and properties.unservable(
-                candidate.requests, candidate.limits
-            ):
-                return False  # a pool the target's reserved pages leave too small
-            examples += 1
-            found = watch_run(run(candidate, factory, policy, properties=properties), properties)
-            if found[0] is None or found[0].invariant != invariant:
-                return False
-            last[0] = found[0]
-            return True
-
-        smallest = shrink_workload(violation.workload, still_fails)
-        if smallest == violation.workload or not still_fails(smallest):
-            return violation
-        return _Violation(smallest, last[0], violation)
-
     if reproduce is not None:
         judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
-    else:
-        for shape in reversed(BOUNDARY_SHAPES):  # decorators apply bottom-up: run in order
-            judge = example(shape)(judge)
+    for shape in reversed(shapes):  # decorators apply bottom-up: run in order
+        judge = example(shape)(judge)
     try:
         judge()
     except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
         violation = _first(failure, _Violation)
         if violation is None:
             raise
-        steady = not isinstance(failure, FlakyFailure)
-        found = _counterexample(shrunk(violation), policy, examples, deterministic=steady)
-        return SearchResult(policy, profile, examples, found, excused)
+        # An explicit example's failure is not replayed by Hypothesis: the shrink replays it.
+        found = smallest_failing(
+            violation.workload, violation.finding.invariant, factory, policy, properties
+        )
+        steady = found is not None and not isinstance(failure, FlakyFailure)
+        if found is not None:
+            violation = _Violation(*found, violation)
+        counterexample = _counterexample(violation, policy, examples, deterministic=steady)
+        return SearchResult(policy, profile, examples, counterexample, excused)
     except DidNotReproduce:
         # Judged and passed: the target was fixed. Never judged: the line was recorded against
         # another strategy, and its choices do not make a workload of this one.
@@ -241,7 +222,7 @@ def run_stateful(
     distinct failures, an invariant violation is preferred over a disagreement.
     """
     machine = state_machine(factory, policy, properties=properties, compare=compare)
-    config = _settings(profile, max_examples)
+    config = _settings(profile, max_examples, 0)
     use_kvsched_cache()
     try:
         run_state_machine_as_test(machine, settings=config)
@@ -263,11 +244,13 @@ def _profile(name: str) -> Profile:
     return name
 
 
-def _settings(profile: str, max_examples: int | None) -> settings:
+def _settings(profile: str, max_examples: int | None, explicit: int) -> settings:
+    """The profile's settings; ``explicit`` examples run first count towards its examples."""
     base = profile_settings(profile)
+    generated = max_examples if max_examples is not None else base.max_examples
     return settings(
         base,
-        max_examples=max_examples if max_examples is not None else base.max_examples,
+        max_examples=max(1, generated - explicit),
         # One test function (and one state machine digest) serves every target, so a database
         # keyed by it would replay one target's failures on another; the saved workload file
         # is what persists a counterexample.

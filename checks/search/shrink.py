@@ -16,6 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.runtime import watch_run
+from kvsched.reference.engine import run
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.workload import (
     Limits,
     Request,
@@ -49,6 +54,33 @@ def shrink_workload(
                 progress = True
                 break  # restart from the smaller workload: earlier passes may apply again
     return _renamed(current, still_fails)
+
+
+def smallest_failing(
+    workload: Workload,
+    invariant: str,
+    factory: SchedulerFactory,
+    policy: str,
+    properties: TargetProperties | None = None,
+) -> tuple[Workload, Finding] | None:
+    """The smallest workload found from ``workload`` on which ``factory``'s scheduler still
+    breaks ``invariant``, with the finding there; None if ``workload`` itself no longer does (a
+    target that answers the same workload differently)."""
+    last: list[Finding] = []
+
+    def still_fails(candidate: Workload) -> bool:
+        if properties is not None and properties.unservable(candidate.requests, candidate.limits):
+            return False  # a pool the target's reserved pages leave too small
+        finding = watch_run(run(candidate, factory, policy, properties=properties), properties)[0]
+        if finding is None or finding.invariant != invariant:
+            return False
+        last.append(finding)
+        return True
+
+    if not still_fails(workload):
+        return None
+    smallest = shrink_workload(workload, still_fails)
+    return (smallest, last[-1]) if still_fails(smallest) else (workload, last[0])
 
 
 def _candidates(workload: Workload) -> Iterator[Workload]:
