@@ -10,9 +10,9 @@ is shown the wrong bug.
 
 It aims at the corners where real engines broke (:mod:`.corners`): targets on preemptions, full
 prefix hits and admissions that leave no page free, and the known boundary shapes first, as
-explicit examples. What Hypothesis shrinks a failure to is shrunk again
-(:func:`.shrink.smallest_failing`), request by request: Hypothesis shrinks a swarm example's
-choices, and a request it cannot drop without redrawing the others stays in its minimum.
+explicit examples. What Hypothesis shrinks a failure to is shrunk again request by request
+(:func:`.shrink.smallest_failing`): a request Hypothesis cannot drop without redrawing the
+others stays in its minimum.
 
 The result is a :class:`Counterexample`: the minimal workload (save it with
 :meth:`Counterexample.save` and ``kvsched replay`` or ``kvsched check --workload`` replays it
@@ -245,12 +245,12 @@ def _profile(name: str) -> Profile:
 
 
 def _settings(profile: str, max_examples: int | None, explicit: int) -> settings:
-    """The profile's settings; ``explicit`` examples run first count towards its examples."""
+    """The profile's settings; ``explicit`` examples count in its examples, not a caller's."""
     base = profile_settings(profile)
-    generated = max_examples if max_examples is not None else base.max_examples
+    generated = max_examples if max_examples is not None else base.max_examples - explicit
     return settings(
         base,
-        max_examples=max(1, generated - explicit),
+        max_examples=max(1, generated),
         # One test function (and one state machine digest) serves every target, so a database
         # keyed by it would replay one target's failures on another; the saved workload file
         # is what persists a counterexample.
