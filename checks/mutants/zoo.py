@@ -2,8 +2,9 @@
 
 ``kvsched mutants`` runs :data:`ZOO` through the same code path as ``kvsched check`` and prints
 the mutation score: mutants caught *with the right invariant id* over all mutants. Scheduler
-mutants live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile` and :mod:`.sized` (bugs only
-a crowd shows); learner mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
+mutants live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile`, :mod:`.sized` (bugs only
+a crowd shows) and :mod:`.corners` (engine bugs only the search's corners show); learner
+mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
 package data and written to a working directory, so that they are checked as the files a learner
 would pass); and the engine bugs a scheduler cannot commit (admitting a request before it
 arrives, a token from half a prompt) are event logs of broken engines, written by :mod:`.logs`.
@@ -142,4 +143,14 @@ ZOO: tuple[Mutant, ...] = (
            "PROTO-1", _class("sized", "HangsOnALongQueue"), timeout=1.0),
     Mutant("learner: float ceil", "math.ceil(tokens / page_size), wrong above 2**53", "PAGE-1",
            write=learner_file("buggy_float_ceil.py")),
+    # The search's corners (checks/search/corners.py): classes the search must draw a workload for.
+    Mutant("priority victim refunded twice", "a priority victim scheduled earlier in the step "
+           "gives its tokens back to the budget twice", "BATCH-1",
+           _class("corners", "PriorityVictimRefundsTwice")),
+    Mutant("full hit on a page multiple", "a prompt of whole pages, all cached, is taken from the "
+           "cache whole: a token from nothing computed", "DEC-3",
+           _class("engine", "TokenFromNothing")),
+    Mutant("revived hit counted free", "a hit on a freed, cached page counted as free and as not "
+           "needed: admission at the last free pages overruns the pool", "PROTO-1",
+           _class("corners", "RevivedHitsCountedFree")),
 )  # fmt: skip

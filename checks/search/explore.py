@@ -8,6 +8,12 @@ different invariant counts as passing. Without the lock, shrinking slips from, s
 (PAGE-3) found on a big workload to whatever small workload breaks something else, and the user
 is shown the wrong bug.
 
+It aims at the corners where real engines broke (:mod:`.corners`): targets on preemptions, full
+prefix hits and admissions that leave no page free, and the known boundary shapes first, as
+explicit examples. What Hypothesis shrinks a failure to is shrunk again request by request
+(:func:`.shrink.smallest_failing`): a request Hypothesis cannot drop without redrawing the
+others stays in its minimum.
+
 The result is a :class:`Counterexample`: the minimal workload (save it with
 :meth:`Counterexample.save` and ``kvsched replay`` or ``kvsched check --workload`` replays it
 exactly, since the engine is deterministic), the finding, the number of examples tried, and
@@ -22,9 +28,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
-from hypothesis import Phase, Verbosity, given, reproduce_failure, settings, target
+from hypothesis import example, given, reproduce_failure
 from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
@@ -34,25 +39,26 @@ from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.search import profiles
+from kvsched.checks.search.corners import BOUNDARY_SHAPES, aim
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
     parse_reproduce,
     reproduce_line,
 )
-from kvsched.checks.search.profiles import profile_settings, use_kvsched_cache
+from kvsched.checks.search.harness import first_of, profile_name, search_settings
+from kvsched.checks.search.profiles import use_kvsched_cache
+from kvsched.checks.search.shrink import smallest_failing
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
 from kvsched.checks.search.strategies import search_workloads
-from kvsched.reference.engine import Run, run
+from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
-from kvsched.spec.vocabulary import DEFAULT_PROFILE, PROFILE_NAMES, Profile, is_profile
+from kvsched.spec.vocabulary import DEFAULT_PROFILE
 from kvsched.spec.workload import Workload
 
 if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
     from exceptiongroup import BaseExceptionGroup
-
-_Failure = TypeVar("_Failure", bound=BaseException)
 
 __all__ = [
     "Counterexample",
@@ -98,12 +104,17 @@ class StatefulResult:
 
 
 class _Violation(Exception):
-    """Raised inside the Hypothesis test so that it shrinks; carries what the monitor found."""
+    """Raised inside the Hypothesis test so that it shrinks; carries what the monitor found.
+    ``found`` is the violation Hypothesis raised, whose reproduce line this one keeps."""
 
-    def __init__(self, workload: Workload, finding: Finding) -> None:
+    def __init__(
+        self, workload: Workload, finding: Finding, found: _Violation | None = None
+    ) -> None:
         super().__init__(f"{finding.invariant}: {finding.message}")
         self.workload = workload
         self.finding = finding
+        if found is not None:
+            self.__notes__ = getattr(found, "__notes__", [])
 
 
 def search(
@@ -130,7 +141,8 @@ def search(
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
     ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`.
     """
-    config = _settings(profile, max_examples)
+    shapes = BOUNDARY_SHAPES if strategy is None and reproduce is None else ()
+    config = search_settings(profile, max_examples, len(shapes))
     use_kvsched_cache()
     examples = 0
     locked = invariant
@@ -140,7 +152,7 @@ def search(
     failed = False
 
     @config
-    @given(strategy if strategy is not None else search_workloads(_profile(profile)))
+    @given(strategy if strategy is not None else search_workloads(profile_name(profile)))
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed
         profiles.spend(until, failed)
@@ -150,8 +162,9 @@ def search(
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
         excused += seen
+        reserved = len(properties.reserved_pages) if properties is not None else 0
+        aim(result, workload.limits.pool_pages - reserved)
         if finding is None:
-            _aim_at_pressure(result)
             return
         if locked is None:
             locked = finding.invariant
@@ -162,19 +175,25 @@ def search(
 
     if reproduce is not None:
         judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
+    for shape in reversed(shapes):  # decorators apply bottom-up: run in order
+        judge = example(shape)(judge)
     try:
         profiles.seeded(judge, seed)()
     except profiles.BudgetSpent:
         return SearchResult(policy, profile, examples, None, excused, budget_spent=True)
-    except _Violation as violation:
-        found = _counterexample(violation, policy, examples, deterministic=True)
-        return SearchResult(policy, profile, examples, found, excused)
-    except FlakyFailure as flaky:
-        unsteady = _first(flaky, _Violation)
-        if unsteady is None:
+    except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
+        violation = first_of(failure, _Violation)
+        if violation is None:
             raise
-        found = _counterexample(unsteady, policy, examples, deterministic=False)
-        return SearchResult(policy, profile, examples, found, excused)
+        # An explicit example's failure is not replayed by Hypothesis: the shrink replays it.
+        found = smallest_failing(
+            violation.workload, violation.finding.invariant, factory, policy, properties
+        )
+        steady = found is not None and not isinstance(failure, FlakyFailure)
+        if found is not None:
+            violation = _Violation(*found, violation)
+        counterexample = _counterexample(violation, policy, examples, deterministic=steady)
+        return SearchResult(policy, profile, examples, counterexample, excused)
     except DidNotReproduce:
         # Judged and passed: the target was fixed. Never judged: the line was recorded against
         # another strategy, and its choices do not make a workload of this one.
@@ -216,12 +235,12 @@ def run_stateful(
     distinct failures, an invariant violation is preferred over a disagreement.
     """
     machine = state_machine(factory, policy, properties=properties, compare=compare)
-    config = _settings(profile, max_examples)
+    config = search_settings(profile, max_examples, 0)
     use_kvsched_cache()
     try:
         run_state_machine_as_test(machine, settings=config)
     except (StatefulFailure, BaseExceptionGroup) as error:
-        failure = _first(error, InvariantViolated) or _first(error, StatefulFailure)
+        failure = first_of(error, InvariantViolated) or first_of(error, StatefulFailure)
         if failure is None:
             raise
         finding = failure.finding if isinstance(failure, InvariantViolated) else None
@@ -230,40 +249,6 @@ def run_stateful(
         )
         return StatefulResult(policy, profile, machine.runs, found)
     return StatefulResult(policy, profile, machine.runs, None)
-
-
-def _aim_at_pressure(result: Run) -> None:
-    """Steer Hypothesis towards crowded runs, where size-dependent bugs live."""
-    events = result.events
-    if not events:
-        return
-    pool = result.workload.limits.pool_pages
-    target(max(len(e.active) for e in events), label="active requests")
-    target(max(len(e.waiting) for e in events), label="waiting requests")
-    target(max(e.pages_in_use for e in events) / pool, label="share of the pool in use")
-    target(sum(len(e.preempted) for e in events), label="preemptions")
-
-
-def _profile(name: str) -> Profile:
-    if not is_profile(name):
-        raise ValueError(f"unknown Hypothesis profile {name!r} (known: {', '.join(PROFILE_NAMES)})")
-    return name
-
-
-def _settings(profile: str, max_examples: int | None) -> settings:
-    base = profile_settings(profile)
-    return settings(
-        base,
-        max_examples=max_examples if max_examples is not None else base.max_examples,
-        # One test function (and one state machine digest) serves every target, so a database
-        # keyed by it would replay one target's failures on another; the saved workload file
-        # is what persists a counterexample.
-        database=None,
-        print_blob=True,
-        verbosity=Verbosity.quiet,
-        # The explain phase only annotates Hypothesis's report, which is not shown.
-        phases=tuple(phase for phase in base.phases if phase is not Phase.explain),
-    )
 
 
 def _counterexample(
@@ -278,18 +263,6 @@ def _counterexample(
     return Counterexample(
         workload, finding, examples, reproduce_line(violation), deterministic=deterministic
     )
-
-
-def _first(error: BaseException, kind: type[_Failure]) -> _Failure | None:
-    """The first exception of ``kind`` in ``error`` or, if it is a group, anywhere inside it."""
-    if isinstance(error, kind):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _first(inner, kind)
-            if found is not None:
-                return found
-    return None
 
 
 def _beside_reserved(workload: Workload, properties: TargetProperties | None) -> Workload:

@@ -17,7 +17,11 @@ Corners reached (spec section in brackets):
 - shared prefixes (swarm feature ``shared_prefixes``): a few groups whose members share a prefix
   of a whole number of pages, the whole prompt, or any length, so that a prefix cache shares
   full pages, hits a partial last page and meets a group member whose prompt is all prefix
-  [1.1, PAGE-6].
+  [1.1, PAGE-6];
+- the corners real engines broke at (:mod:`.corners`): priorities with inversions, prompts at
+  and beside page multiples, whole-prompt prefix hits, pools within a page of a request's peak
+  (swarm features ``priorities``, ``page_boundaries``, ``full_hits``, ``near_pool``), and
+  ``long_runs`` of outputs from half the profile's longest up.
 
 A pool too small for even one request is an invalid workload (section 1, rejected by
 ``parse_workload``), not a scheduling corner, so the tightest pool drawn is the largest request's
@@ -30,19 +34,17 @@ only once 5 requests are active, a hang only once more than 5 wait) need larger 
 (:data:`SEARCH_SIZES`: in ``ci``, up to 64 requests, batch limits up to 32, pages up to 32 tokens
 and outputs up to 64, within a budget of about 300 iterations and 3,000 request-iterations per
 run, so that 100 examples stay a matter of seconds), drawn with swarm testing: each example
-first switches features on or off (:data:`FEATURES`: bursts, a tight pool, long prompts, many
-requests, long outputs, shared prefixes), so that some examples pile every kind of pressure
-together. Every
-feature shrinks to off, and the size to the small corners.
+first switches :data:`FEATURES` on or off, so that some examples pile every kind of pressure
+together. Every feature shrinks to off, and the size to the small corners.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import accumulate
 
 from hypothesis import strategies as st
 
+from kvsched.checks.search.corners import boundary_prompts, full_hits, priorities, shared_prefixes
 from kvsched.spec.vocabulary import Profile
 from kvsched.spec.workload import Limits, Request, Workload, peak_pages
 
@@ -56,6 +58,11 @@ FEATURES = (
     "many_requests",
     "long_outputs",
     "shared_prefixes",
+    "priorities",
+    "page_boundaries",
+    "full_hits",
+    "near_pool",
+    "long_runs",
 )
 """What swarm testing switches on or off per example (:func:`workloads` with ``swarm``)."""
 
@@ -84,6 +91,9 @@ SEARCH_SIZES: dict[Profile, dict[str, int]] = {
 }
 """Largest workload :func:`search_workloads` draws under each profile."""
 
+
+LONG_RUN_REQUESTS = 4
+"""The most requests the ``long_runs`` feature draws."""
 
 WORK_PER_ITERATION_BUDGET = 10
 """Requests per iteration, on average, that the iteration budget pays for: iterations times
@@ -139,39 +149,6 @@ def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
 def output_tokens(max_output: int = 6) -> st.SearchStrategy[int]:
     """Output lengths: one token (done in its admission iteration), or up to ``max_output``."""
     return st.one_of(st.just(1), st.integers(1, max_output))
-
-
-PREFIX_GROUPS = ("sys", "doc", "chat")
-"""Names of the prefix groups a swarm example may draw: a few, so that groups have members."""
-
-
-@st.composite
-def shared_prefixes(
-    draw: st.DrawFn, requests: tuple[Request, ...], page_size: int
-) -> tuple[Request, ...]:
-    """``requests`` with some placed in prefix groups (section 1.1 of spec/semantics.md).
-
-    A member's prefix is whole pages of its prompt (what a prefix cache over full pages shares),
-    its whole prompt, or any length up to it; a group's members share the shortest of their
-    prefixes. Shrinks towards no request in a group.
-    """
-    groups = PREFIX_GROUPS[: draw(st.integers(1, len(PREFIX_GROUPS)))]
-    placed = []
-    for request in requests:
-        group = draw(st.one_of(st.just(""), st.sampled_from(groups)))
-        if not group:
-            placed.append(request)
-            continue
-        prompt = request.prompt_tokens
-        length = draw(
-            st.one_of(
-                st.integers(0, prompt // page_size).map(lambda pages: pages * page_size),
-                st.just(prompt),
-                st.integers(0, prompt),
-            )
-        )
-        placed.append(replace(request, prefix_group=group, prefix_tokens=length))
-    return tuple(placed)
 
 
 def arrival_gaps(max_gap: int = 10) -> st.SearchStrategy[int]:
@@ -244,14 +221,19 @@ def workloads(
     batch_limit = draw(batch_limits(max_batch_limit))
     gaps = st.one_of(st.just(0), st.integers(0, 1)) if "bursts" in on else arrival_gaps(max_gap)
     prompt_pages = 16 if "long_prompts" in on else 3
-    outputs = output_tokens(max_output if "long_outputs" in on else min(max_output, 6))
-    shapes = draw(
-        st.lists(
-            st.tuples(gaps, prompt_tokens(page_size, prompt_pages * page_size), outputs),
-            min_size=max(1, max_requests // 2) if "many_requests" in on else 1,
-            max_size=max_requests,
-        )
+    prompts = (
+        boundary_prompts(page_size, prompt_pages)
+        if "page_boundaries" in on
+        else prompt_tokens(page_size, prompt_pages * page_size)
     )
+    outputs = output_tokens(max_output if "long_outputs" in on else min(max_output, 6))
+    most, fewest = max_requests, 1
+    if "many_requests" in on:
+        fewest = max(1, max_requests // 2)
+    elif "long_runs" in on:  # long by its outputs: a few requests keep its iterations cheap
+        most = min(most, LONG_RUN_REQUESTS)
+        outputs = st.integers(max(1, max_output // 2), max_output)
+    shapes = draw(st.lists(st.tuples(gaps, prompts, outputs), min_size=fewest, max_size=most))
     if max_iterations is not None:
         shapes = _within(shapes, batch_limit, max_iterations)
     arrivals: list[int] = []
@@ -268,10 +250,16 @@ def workloads(
     )
     if "shared_prefixes" in on:
         requests = draw(shared_prefixes(requests, page_size))
+    if "full_hits" in on:
+        requests = draw(full_hits(requests, page_size, prompt_pages))
+    if "priorities" in on:
+        requests = draw(priorities(requests))
     peaks = [peak_pages(r, page_size) for r in requests]
     largest, total = max(peaks), sum(peaks)
-    # What the first k arrivals commit if admitted together (3.2); shapes are in arrival order.
-    first_k = list(accumulate(-(-(prompt + output) // page_size) for _, prompt, output in shapes))
+    # What the first k arrivals commit if admitted together (3.2); shapes are in arrival order,
+    # and requests[p] is shape declared[p].
+    by_shape = sorted(range(len(requests)), key=declared.__getitem__)
+    first_k = list(accumulate(peak_pages(requests[p], page_size) for p in by_shape))
     # The tightest valid pool is the largest request's peak (section 1); a pool of exactly what the
     # first arrivals commit is filled to the last page; above the sum of all peaks it never binds.
     tight = [
@@ -281,6 +269,8 @@ def workloads(
     roomy = (
         [] if "tight_pool" in on else [st.integers(largest, total), st.integers(total, total + 3)]
     )
+    if "near_pool" in on:
+        tight, roomy = [st.sampled_from((largest, largest + 1))], []
     pool_pages = draw(st.one_of(*tight, *roomy))
     return Workload(
         name="hypothesis",
