@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kvsched.checks.search.corners import BOUNDARY_SHAPES
 from kvsched.checks.search.explore import search
 from kvsched.checks.search.profiles import PROFILE_RUNS, BudgetSpent, spend
 from kvsched.cli import main
@@ -32,7 +33,7 @@ class Recording:
 def _drawn(seed: int | None, profile: str = "dev") -> list[Limits]:
     factory = Recording()
     result = search(factory, "continuous", profile, max_examples=15, seed=seed)
-    assert result.clean and result.examples == 15
+    assert result.clean and result.examples == 15 + len(BOUNDARY_SHAPES)  # the shapes run beside
     return factory.built
 
 
