@@ -32,16 +32,41 @@ def test_every_page_of_docs_is_in_the_sites_nav_and_in_the_readme() -> None:
     assert all(f"docs/{page}" in readme for page in pages - {"index.md"})
 
 
-def test_the_readmes_teaching_trace_table_is_what_replay_prints(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("page", ["README.md", "docs/teaching-trace.md"])
+def test_the_teaching_trace_table_is_what_replay_prints(
+    page: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["replay", "--format", "json"]) == 0
     figures = json.loads(capsys.readouterr().out)
-    readme = (ROOT / "README.md").read_text()
+    text = (ROOT / page).read_text()
     for policy in ("static", "continuous"):
-        row = re.search(rf"^\| {policy} batching \| (\d+) \| (\d+)% \| (\d+) \|$", readme, re.M)
+        row = re.search(rf"^\| {policy} batching \| (\d+) \| (\d+)% \| (\d+) \|$", text, re.M)
         assert row is not None, policy
         metrics = figures[policy]
         assert int(row.group(1)) == metrics["iterations"]
         assert int(row.group(2)) == round(100 * metrics["utilization"])
         assert int(row.group(3)) == metrics["p95_wait"]
+
+
+def test_the_mutation_score_in_the_docs_counts_the_zoo() -> None:
+    # That every mutant is caught with its id is tests/test_mutant_zoo.py's; the figure here is
+    # the zoo's size, which a new mutant changes.
+    from kvsched.checks.mutants.zoo import ZOO
+
+    score = re.search(r"Mutation score: (\d+)/(\d+)", (ROOT / "docs" / "checking.md").read_text())
+    assert score is not None
+    assert int(score.group(1)) == int(score.group(2)) == len(ZOO)
+
+
+def test_the_efficiency_figures_quoted_for_sarathi_are_what_check_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    target = str(ROOT / "tests" / "engines" / "vidur_like.py") + ":VidurSarathi"
+    assert main(["check", target, "--no-hypothesis"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    quoted = re.search(
+        r"(Efficiency on the teaching trace .*?recomputed tokens \d+\.)",
+        " ".join((ROOT / "docs" / "checking.md").read_text().split()),
+    )
+    assert quoted is not None
+    assert quoted.group(1) in printed
