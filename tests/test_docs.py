@@ -70,3 +70,17 @@ def test_the_efficiency_figures_quoted_for_sarathi_are_what_check_prints(
     )
     assert quoted is not None
     assert quoted.group(1) in printed
+
+
+def test_the_claims_docs_proofs_counts_are_what_prove_proves(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The count does not depend on the sizes: small ones rerun it in a second.
+    from kvsched.checks.proofs.catalogue import ProofPlan
+
+    said = re.search(r"(\d+) claims for (\d+) requests", (ROOT / "docs" / "proofs.md").read_text())
+    assert said is not None
+    assert int(said.group(2)) == ProofPlan().requests
+    assert main(["prove", "--requests", "2", "--bmc-requests", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["results"]) == int(said.group(1))
