@@ -212,3 +212,76 @@ def double_token(rows: Rows, rng: random.Random) -> Planted | None:
     else:
         line.ops.insert(at + 1, ["token", rid])
     return Planted(line.iteration, f"a second token of {rid}")
+
+
+def _hits(line: Line) -> list[tuple[str, list[int]]]:
+    """The line's prefix hits: each request that took pages by reference, and those pages (the
+    list in the row, to edit)."""
+    if line.version == 1:
+        return list(line.row.get("shared", {}).items())
+    return [(op[1], op[2]) for op in line.ops if op[0] == "share"]
+
+
+def wrong_hit(rows: Rows, rng: random.Random) -> Planted | None:
+    """A prefix hit takes a page that holds other content (another request's, held by it now)
+    in place of one that holds the prefix: a stale hash, or a page evicted and reused. The
+    tables and the free count follow the page taken, as the allocator would report them."""
+    sites = []
+    for line in walk(rows):
+        tables = line.scheduled()
+        for rid, pages in _hits(line):
+            others = [p for p in _others(tables, rid) if p not in pages]
+            sites += [(line, rid, pages, i, p) for i in range(len(pages)) for p in others]
+    site = pick(rng, sites)
+    if site is None:
+        return None
+    line, rid, pages, i, page = site
+    old, pages[i] = pages[i], page
+    if line.version == 1:
+        for field in ("page_tables", "allocated"):
+            table = line.row[field][rid]
+            table[table.index(old)] = page
+    held_before = any(old in t for other, t in line.scheduled().items() if other != rid)
+    if not held_before:  # the page it should have taken was free: now one more stays free
+        line.row["free_pages"] += 1
+    return Planted(line.iteration, f"{rid}'s hit takes page {page} (not {old}), held by another")
+
+
+def over_cached(rows: Rows, rng: random.Random) -> Planted | None:
+    """A prefix hit claims more cached tokens than its shared pages hold, and computes that
+    many fewer: its KV adds up, but part of it was never in the cache."""
+    sites = []
+    for line in walk(rows):
+        computed = _computed(line)
+        for rid, pages in _hits(line):
+            size = rows[0]["workload"]["limits"]["page_size"]
+            cached = _cached(line).get(rid, 0)
+            extra = len(pages) * size + 1 - cached
+            if extra > 0 and computed.get(rid, 0) > extra:
+                sites.append((line, rid, extra))
+    site = pick(rng, sites)
+    if site is None:
+        return None
+    line, rid, extra = site
+    if line.version == 1:
+        line.row["cached"][rid] = line.row["cached"].get(rid, 0) + extra
+        line.row["computed"][rid] -= extra
+    else:
+        for op in line.ops:
+            if op[0] == "cache" and op[1] == rid:
+                op[2] += extra
+            elif op[0] == "compute" and op[1] == rid:
+                op[2] -= extra
+    return Planted(line.iteration, f"{rid} takes {extra} tokens more from the cache than it holds")
+
+
+def _computed(line: Line) -> dict[str, int]:
+    if line.version == 1:
+        return dict(line.row.get("computed") or {})
+    return {op[1]: op[2] for op in line.ops if op[0] == "compute"}
+
+
+def _cached(line: Line) -> dict[str, int]:
+    if line.version == 1:
+        return dict(line.row.get("cached") or {})
+    return {op[1]: op[2] for op in line.ops if op[0] == "cache"}

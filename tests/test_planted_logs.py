@@ -29,11 +29,13 @@ from planted import (
     double_token,
     drop_token,
     free_count,
+    over_cached,
     readmit,
     rearrive,
     repeated_in_batch,
     steal,
     unknown_id,
+    wrong_hit,
 )
 from planted_ops import Rows, iterations
 from planted_order import (
@@ -101,6 +103,9 @@ PLANTINGS = (
     Planting("tables", "last", partial(steal, "last"), TAKEN),
     Planting("tables", "middle", partial(steal, "middle"), TAKEN),
     Planting("tables", "alloc", alloc_held, _ids("PAGE-2", "PAGE-3")),
+    # A page another request takes fresh later in the same schedule is that one's PAGE-2.
+    Planting("hits", "wrong-page", wrong_hit, _ids("PAGE-6", "PAGE-2")),
+    Planting("hits", "over-cached", over_cached, _ids("PAGE-6")),
     Planting("ids", "unknown", unknown_id, _ids("DEC-2", "REQ-1")),
     Planting("ids", "readmitted", readmit, _ids("REQ-2")),
     Planting("ids", "rearrived", rearrive, _ids("REQ-1")),

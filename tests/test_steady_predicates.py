@@ -24,6 +24,7 @@ from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor import registry
 from kvsched.reference import ContinuousScheduler, run
+from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload
 
@@ -205,6 +206,8 @@ def predicates() -> dict[str, tuple[registry.Check[Any], str]]:
             found[steady.line.__name__] = (check, "line")
         if steady.request is not None:
             found[steady.request.__name__] = (check, "request")
+        if steady.allocations is not None:
+            found[steady.allocations.__name__] = (check, "allocations")
         if steady.log is not registry.any_log:
             found[steady.log.__name__] = (check, "log")
     return found
@@ -235,6 +238,47 @@ def test_every_predicate_has_a_case() -> None:
     assert lines == set(LINE_CASES), "each line predicate needs a case in LINE_CASES"
     requests = {name for name, (_, kind) in kinds if kind == "request"}
     assert requests == set(REQUEST_CASES), "each request predicate needs a case in REQUEST_CASES"
+    allocations = {name for name, (_, kind) in kinds if kind == "allocations"}
+    assert allocations == set(ALLOCATION_CASES), (
+        "each allocations predicate needs a case in ALLOCATION_CASES"
+    )
+
+
+def _stale_hit() -> Rows:
+    """A prefix hit that takes a page another request wrote, and holds (PAGE-6), on a line the
+    fast path takes in: the admission of a request of a group whose prefix is cached, in an
+    engine run as vLLM v1 is designed."""
+    workload = Workload(
+        "hits",
+        Limits(batch_limit=4, page_size=2, pool_pages=40),
+        tuple(Request(f"r{i}", 2 * i, 6, 6, "sys", 4) for i in range(4)),
+    )
+    config = replace(CONFIGS["vllm-v1"], token_budget=64)
+    properties = config.properties()
+    factory = EngineScheduler.configured(config)
+    recorded = run(workload, factory, properties.policy, properties=properties)
+    rows = [json.loads(line) for line in v2_lines(recorded, properties)]
+    tables: dict[str, list[int]] = {}
+    for line in iterations(rows)[:-1]:
+        shares = [op for op in line["ops"] if op[0] == "share"]
+        if shares and len(tables) >= 2:
+            taker, page = shares[0], shares[0][2][0]
+            other = next(p for rid, t in tables.items() for p in t if p not in taker[2])
+            taker[2][0] = other
+            if not any(page in t for t in tables.values()):
+                line["free_pages"] += 1  # the page it should have taken stays free
+            return rows
+        for op in line["ops"]:
+            if op[0] in ("alloc", "share"):
+                tables.setdefault(op[1], []).extend(op[2])
+            elif op[0] == "free":
+                tables.pop(op[1], None)
+    raise AssertionError("no line admits a prefix hit while two requests hold pages")
+
+
+ALLOCATION_CASES: dict[str, Callable[[], Rows]] = {"_prefix_sharing": _stale_hit}
+"""Each allocations predicate's case: a log that breaks its check on a steady line's
+allocations."""
 
 
 LOG_CASES: dict[str, Callable[[], Rows]] = {}
@@ -256,6 +300,7 @@ def test_every_log_predicate_has_a_case() -> None:
 SKIP_ALWAYS: dict[str, Callable[[registry.Steady], registry.Steady]] = {
     "line": lambda steady: replace(steady, line=lambda monitor, line: True),
     "request": lambda steady: replace(steady, request=lambda request: registry.FOREVER),
+    "allocations": lambda steady: replace(steady, allocations=None),
 }
 """Each kind of predicate made to say "skip" always."""
 
@@ -263,12 +308,15 @@ SKIP_ALWAYS: dict[str, Callable[[registry.Steady], registry.Steady]] = {
 @pytest.mark.parametrize(
     ("kind", "name"),
     [("line", name) for name in sorted(LINE_CASES)]
-    + [("request", name) for name in sorted(REQUEST_CASES)],
+    + [("request", name) for name in sorted(REQUEST_CASES)]
+    + [("allocations", name) for name in sorted(ALLOCATION_CASES)],
 )
 def test_turning_a_predicate_off_is_caught(
     kind: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    case = (LINE_CASES if kind == "line" else REQUEST_CASES)[name]
+    case = {"line": LINE_CASES, "request": REQUEST_CASES, "allocations": ALLOCATION_CASES}[kind][
+        name
+    ]
     path = tmp_path / f"{name}.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in case()))
     seen = verdicts(path)

@@ -25,12 +25,12 @@ import msgspec
 from kvsched.checks.eventlog.ids import decode_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
-from kvsched.checks.eventlog.steady_ops import SortedOps, sort_ops
-from kvsched.checks.eventlog.steady_pages import DeferredPages
+from kvsched.checks.eventlog.steady_ops import LineOps, allocations_event, sort_ops
+from kvsched.checks.eventlog.steady_pages import DeferredPages, SharedPages
 from kvsched.checks.eventlog.steady_recent import TakenLines, Undo
 from kvsched.checks.eventlog.version2 import IterationLine
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.registry import LinePredicate, SteadyLine, iteration_plan
+from kvsched.checks.monitor.registry import IterationFn, LinePredicate, SteadyLine, iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
@@ -51,11 +51,19 @@ class SteadyDecode:
             for check in iteration_plan()
             if check.steady is not None and check.steady.line is not None
         )  # each check's say in whether a steady line may go without it
+        self.on_allocations: tuple[IterationFn, ...] = tuple(
+            check.run
+            for check in iteration_plan()
+            if check.steady is not None
+            and check.steady.allocations is not None
+            and check.steady.allocations(monitor)
+        )  # the checks that judge every allocation of this log, from the allocations alone
         self.clock = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, lowering.tables)
         self.lazy = self.counts.lazy
-        self.pages = DeferredPages(monitor.pages, lowering.tables)
+        shared = monitor.properties.prefix_sharing
+        self.pages = (SharedPages if shared else DeferredPages)(monitor.pages, lowering.tables)
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
         self.decode_raw = msgspec.Raw(b"[]")
@@ -88,7 +96,15 @@ class SteadyDecode:
         ops = sort_ops(line, requests.live, active, self.ledger)
         if ops is None:
             return None
-        allocs, admitted, grown, fresh, raw, computes, finishes, frees = ops
+        admitted, grown, fresh, raw, computes, finishes, frees = (
+            ops.admitted,
+            ops.grown,
+            ops.fresh,
+            ops.decode,
+            ops.computes,
+            ops.finishes,
+            ops.frees,
+        )
         if fresh and not self.pages.all_free(fresh):
             return None
         if raw is None:
@@ -135,7 +151,7 @@ class SteadyDecode:
             for rid in due_now:
                 if due.get(rid) == clock and rid not in grown and rid not in finishes:
                     return None
-        named = self.counts.named(clock, grown, finishes, joiners, computes)
+        named = self.counts.named(clock, grown, finishes, joiners, computes, ops.cached)
         if named is None:
             return None
         freed = 0
@@ -148,11 +164,16 @@ class SteadyDecode:
             if given != table or rid in grown:  # an engine mostly frees a table in its order
                 owned = set(table)
                 if rid in grown:
-                    owned.update(p for op in allocs if op.request == rid for p in op.pages)  # type: ignore[union-attr]
+                    owned.update(ops.gained[rid])
                 if set(given) != owned:
                     return None
             freed += len(given)
         joining = tuple(admitted)
+        scheduled, held = self.pages.held_after(fresh, ops.shared, frees, freed)
+        if waiting:
+            head: str | None = waiting[0]
+        else:
+            head = next((rid for rid in requests.queue if rid not in admitted), None)
         steady = SteadyLine(
             line.iteration,
             joining,
@@ -160,14 +181,22 @@ class SteadyDecode:
             sum(requests.reservation(rid) for rid in joining) if joining else 0,
             bool(waiting) or len(requests.queue) > len(joining),
             line.free_pages,
-            self.pages.held() + len(fresh) - freed,
+            held,
             len(waiting),
             len(requests.queue) - len(joining),
             len(decoding) + sum(computes.values()),
+            len(decoding) + len(computes),
+            scheduled,
+            head if head in requests.live else None,  # a reported head that finished waits not
         )
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):
                 return None  # a check has work on this line: the full path runs it
+        if ops.gained and self.on_allocations:
+            event = allocations_event(line, ops, self.lowering.tables)
+            for judge in self.on_allocations:
+                if judge(monitor, event) is not None:
+                    return None  # the full path judges the line, and says what is wrong
         self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)
 
@@ -175,13 +204,19 @@ class SteadyDecode:
         self,
         line: IterationLine,
         waiting: tuple[str, ...],
-        ops: SortedOps,
+        ops: LineOps,
         decoding: tuple[str, ...],
         joiners: list[str],
         named: dict[str, int],
     ) -> None:
         """Every count moved as the full path would move it for a line shown clean."""
-        allocs, admitted, grown, fresh, _, computes, finishes, frees = ops
+        admitted, grown, computes, finishes, frees = (
+            ops.admitted,
+            ops.grown,
+            ops.computes,
+            ops.finishes,
+            ops.frees,
+        )
         requests, lowering, meter = self.requests, self.lowering, self.meter
         tables = lowering.tables
         # The batch changes only by an admission or a finish: most lines reuse the last tuple.
@@ -191,30 +226,31 @@ class SteadyDecode:
         before: Undo = {rid: tables.get(rid) for rid in finishes} if finishes else {}
         self.taken.record(line, waiting, batch, before)
         for rid in admitted:
-            requests.join(rid)
+            requests.join(rid, line.iteration)
             lowering.batch[rid] = None
-        for op in allocs:
+        for op in ops.allocs:
             rid = op.request
             table = tables.get(rid)
             if table is None:
                 table = before.setdefault(rid, None) or ()
             tables[rid] = table + op.pages  # type: ignore[operator]
         if grown:
-            self.pages.take(grown, fresh)
+            self.pages.share(ops.shared)
+            self.pages.take(grown, ops.fresh)
         self.clock = clock = self.clock + 1
         lazy = self.lazy
         for rid in joiners:
             lazy[rid] = clock - 1
         records = requests.records
         if computes:  # whole prompts and their tokens: counted as the full path counts them
-            records.count(computes, {}, tuple(computes))
+            records.count(computes, ops.cached, tuple(computes))
         records.steady_progress(len(decoding))
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts
         if named:
             counts.schedule(named)
         counts.dues.pop(clock, None)  # everyone due now was named: rescheduled or finishing
-        # No page is shared in scope, so the pages held are the batch's distinct pages.
+        # A page is held while a table of the batch holds it: the batch's distinct pages.
         if waiting and len(requests.active) < self.batch_limit:
             meter.count_idle(len(requests.active), waiting, self.pages.held)
         for rid in finishes:
@@ -234,7 +270,7 @@ class SteadyDecode:
         self.pages.tell()
         self.last_decode = None
         self.batch = None
-        self.monitor.recent.extend(self.taken.replay(self.lowering))
+        self.monitor.recent.extend(self.taken.later(self.lowering))
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """The full path for a line :meth:`take` declined (or was not offered)."""

@@ -66,11 +66,13 @@ class LazyCounts:
         finishes: dict[str, None],
         joiners: list[str],
         computes: dict[str, int],
+        cached: dict[str, int],
     ) -> dict[str, int] | None:
         """The requests the line at ``clock`` names (it grows, finishes, starts decoding or
-        computes its prompt), each shown steady after it by every check's request predicate;
-        each lazy one that decodes on, with the clock it next falls due at: the first at which
-        a check has work on it again. ``None`` if a check has work on one now."""
+        computes its prompt, past what it took from the cache), each shown steady after it by
+        every check's request predicate; each lazy one that decodes on, with the clock it next
+        falls due at: the first at which a check has work on it again. ``None`` if a check has
+        work on one now."""
         lazy, live, computing = self.lazy, self.records.live, self.predicates
         tables, page_size = self.tables, self.page_size
         named: dict[str, int] = {}
@@ -86,7 +88,7 @@ class LazyCounts:
             if since is not None:  # its lazy steps and this line's
                 kv = made = clock - since
             elif rid in computes:
-                kv, made = computes[rid], 1
+                kv, made = computes[rid] + cached.get(rid, 0), 1
             else:  # a joiner: it decodes in this line, its counts current until the last
                 kv = made = 1
             request = SteadyRequest(

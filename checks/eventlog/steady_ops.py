@@ -1,10 +1,12 @@
 """The logs and lines the fast path (:mod:`.steady`) takes: its scope, and a line's operations.
 
 The fast path takes in a line only if its operations are of the kinds and in the places it
-reasons about: the schedule admits waiting requests and allocates fresh pages to the batch, the
-step decodes and computes whole prompts with their tokens, and the update finishes requests and
-frees their pages. Everything else (and a line whose phases are out of order, which the lowering
-rejects as malformed) goes to the full path.
+reasons about: the schedule admits waiting requests and allocates fresh pages to the batch (and,
+where the log declares prefix sharing, an admitted request's table may begin with pages taken by
+reference), the step decodes and computes whole prompts with their tokens (after a prefix hit,
+the rest of the prompt), and the update finishes requests and frees their pages. Everything else
+(and a line whose phases are out of order, which the lowering rejects as malformed) goes to the
+full path.
 """
 
 from __future__ import annotations
@@ -17,17 +19,20 @@ from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.version2 import (
     Admit,
     Alloc,
+    Cache,
     Compute,
     Decode,
     Finish,
     Free,
     IterationLine,
+    Share,
     Token,
 )
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.registry import iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.record import RequestRecord
+from kvsched.spec.events import IterationEvent
 from kvsched.spec.vocabulary import WAITING
 
 
@@ -41,21 +46,32 @@ def in_scope(header: LogHeader, monitor: Monitor) -> bool:
     return all(check.steady is not None and check.steady.log(monitor) for check in plan)
 
 
-SortedOps = tuple[
-    list[Alloc],
-    dict[str, None],
-    dict[str, int],
-    set[int],
-    "msgspec.Raw | None",
-    dict[str, int],
-    dict[str, None],
-    dict[str, tuple[int, ...]],
-]
-"""A line's operations by kind, for a line the fast path may take in: its allocations, the
-requests admitted, the
-pages each request gained, the fresh pages (in the pool, not reserved, none twice), the decode
-list as the line gives it (raw JSON, or ``None``), the tokens each request computed, the
-requests finished and the pages each gave back."""
+class LineOps:
+    """A line's operations by kind, for a line the fast path may take in."""
+
+    def __init__(self) -> None:
+        self.allocs: list[Alloc | Share] = []
+        """Its allocations and shares, in order: how its tables grow."""
+        self.admitted: dict[str, None] = {}
+        """The requests admitted, in order."""
+        self.grown: dict[str, int] = {}
+        """The pages each request gained, fresh or shared."""
+        self.gained: dict[str, tuple[int, ...]] = {}
+        """Those pages, in order."""
+        self.fresh: set[int] = set()
+        """The fresh pages: in the pool, not reserved, none twice."""
+        self.shared: dict[str, tuple[int, ...]] = {}
+        """The pages each admitted request took by reference: in the pool, not reserved, not
+        fresh, none twice in its table."""
+        self.cached: dict[str, int] = {}
+        """The tokens each request took from the prefix cache."""
+        self.decode: msgspec.Raw | None = None
+        """The decode list as the line gives it (raw JSON), or ``None``."""
+        self.computes: dict[str, int] = {}
+        """The tokens each request computed, its whole prompt (with its token)."""
+        self.finishes: dict[str, None] = {}
+        self.frees: dict[str, tuple[int, ...]] = {}
+        """The pages each finished request gave back."""
 
 
 def sort_ops(
@@ -63,19 +79,23 @@ def sort_ops(
     live: Mapping[str, RequestRecord],
     active: Mapping[str, None],
     pages: PageLedger,
-) -> SortedOps | None:
+) -> LineOps | None:
     """The operations of ``line`` sorted, if each is of a kind and in a place the fast path
     takes: pages of the pool for a request of the batch (whether another holds them is the
-    caller's to say), admissions of waiting requests, at most one decode list."""
-    allocs: list[Alloc] = []
-    admitted: dict[str, None] = {}
-    grown: dict[str, int] = {}
+    caller's to say), pages taken by reference and cache hits at admission where the log
+    declares prefix sharing, admissions of waiting requests, at most one decode list."""
+    ops = LineOps()
+    allocs, admitted, grown, gained = ops.allocs, ops.admitted, ops.grown, ops.gained
+    computes, finishes, frees, shared, cached = (
+        ops.computes,
+        ops.finishes,
+        ops.frees,
+        ops.shared,
+        ops.cached,
+    )
     given_all: list[int] = []
-    decode: msgspec.Raw | None = None
-    computes: dict[str, int] = {}
+    shares_all: list[int] = []
     tokens: set[str] = set()
-    finishes: dict[str, None] = {}
-    frees: dict[str, tuple[int, ...]] = {}
     phase = 0
     for op in line.ops:
         kind = type(op)
@@ -85,17 +105,33 @@ def sort_ops(
                 return None
             given_all += given
             grown[rid] = grown.get(rid, 0) + len(given)
+            gained[rid] = gained.get(rid, ()) + given
+            allocs.append(op)  # type: ignore[arg-type]
+        elif kind is Share:
+            rid = op.request  # type: ignore[union-attr]
+            hit: tuple[int, ...] = op.pages  # type: ignore[union-attr,assignment]
+            # A hit comes at admission, before the request's fresh pages: its table begins.
+            if phase or rid not in admitted or rid in grown or not pages.sharing:
+                return None
+            shares_all += hit
+            grown[rid] = len(hit)
+            gained[rid] = shared[rid] = hit
             allocs.append(op)  # type: ignore[arg-type]
         elif kind is Decode:
-            if phase > 1 or decode is not None:
+            if phase > 1 or ops.decode is not None:
                 return None
-            phase, decode = 1, op.requests  # type: ignore[union-attr]
+            phase, ops.decode = 1, op.requests  # type: ignore[union-attr]
         elif kind is Admit:
             rid = op.request  # type: ignore[union-attr]
             record = live.get(rid)
             if phase or record is None or record.status != WAITING or rid in admitted:
                 return None
             admitted[rid] = None
+        elif kind is Cache:
+            rid, amount = op.request, op.tokens  # type: ignore[union-attr]
+            if phase > 1 or rid not in shared or rid in cached or rid in computes or amount < 1:
+                return None
+            phase, cached[rid] = 1, amount
         elif kind is Compute:
             rid, amount = op.request, op.tokens  # type: ignore[union-attr]
             if phase > 1 or rid in computes or amount < 1:
@@ -122,15 +158,52 @@ def sort_ops(
             frees[rid] = frees.get(rid, ()) + given
         else:
             return None
-    if len(tokens) != len(computes):
+    if len(tokens) != len(computes) or not computes.keys() >= cached.keys():
         return None
-    # Every page allocated is in the pool, usable and allocated once.
-    fresh = set(given_all)
-    if given_all:
-        if len(fresh) != len(given_all) or not pages.reserved.isdisjoint(fresh):
+    # Every page allocated is in the pool, usable and allocated once; a page shared is in the
+    # pool, usable, not also fresh, and in its taker's table once.
+    fresh = ops.fresh = set(given_all)
+    if given_all or shares_all:
+        if len(fresh) != len(given_all):
             return None
-        pool = pages.pool_pages
+        reserved, pool = pages.reserved, pages.pool_pages
+        if not reserved.isdisjoint(fresh):
+            return None
         for page in given_all:  # a line allocates a few: a compiled loop beats min and max
             if not 0 <= page < pool:
                 return None
-    return allocs, admitted, grown, fresh, decode, computes, finishes, frees
+        if shares_all:
+            for taken in shared.values():
+                if len(set(taken)) != len(taken):
+                    return None
+            if not reserved.isdisjoint(shares_all) or not fresh.isdisjoint(shares_all):
+                return None
+            for page in shares_all:
+                if not 0 <= page < pool:
+                    return None
+    return ops
+
+
+def allocations_event(
+    line: IterationLine, ops: LineOps, tables: Mapping[str, tuple[int, ...]]
+) -> IterationEvent:
+    """A steady line's allocations as an event, for a check that reads nothing else of it
+    (``Steady.allocations``): what each request gained, shared and took from the cache, and the
+    tables of those requests after the line's schedule (``tables`` as of before it)."""
+    gained = ops.gained
+    return IterationEvent(
+        line.iteration,
+        arrived=(),
+        admitted=(),
+        active=(),
+        decoded=(),
+        finished=(),
+        page_tables={rid: tables.get(rid, ()) + pages for rid, pages in gained.items()},
+        allocated=gained,
+        freed={},
+        free_pages=line.free_pages,
+        waiting=(),
+        schedule=(),
+        cached=ops.cached,
+        shared=ops.shared,
+    )

@@ -3,11 +3,15 @@ monitor's page ledger only when the full path takes over.
 
 The ledger (:class:`~kvsched.checks.monitor.pages.PageLedger`) keeps a set of holders for every
 page held, made page by page. The fast path takes in lines whose pages are fresh or given back
-whole, with one holder each (no prefix sharing is in its scope), so it keeps only the changes
-since the ledger was last told: the pages taken since, the ledger's pages given back since, and
-the requests whose tables changed. Most requests come and go within the lines it takes in, and
-their pages never reach the ledger. :meth:`DeferredPages.tell` brings the ledger up to date, at a
-cost that follows the changes, not the pool.
+whole, so it keeps only the changes since the ledger was last told: the pages taken since, the
+ledger's pages given back since, and the requests whose tables changed. Most requests come and go
+within the lines it takes in, and their pages never reach the ledger. :meth:`DeferredPages.tell`
+brings the ledger up to date, at a cost that follows the changes, not the pool.
+
+Without prefix sharing a page has one holder (:class:`DeferredPages`). With it
+(:class:`SharedPages`) an admitted request's table may begin with pages others hold, or that
+were given back and kept for their content: each page's holders are then counted, as changes
+to the ledger's count since it was last told.
 
 The tables themselves are the reader's (``Lowering.tables``), which the fast path keeps as the
 log builds them: the one record of each request's pages while it is engaged.
@@ -15,7 +19,7 @@ log builds them: the one record of each request's pages while it is engaged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from kvsched.checks.monitor.pages import PageLedger
 
@@ -36,6 +40,24 @@ class DeferredPages:
         """Pages held now."""
         return len(self.ledger.holders) - len(self.given) + len(self.taken)
 
+    def held_after(
+        self,
+        fresh: set[int],
+        shared: Mapping[str, tuple[int, ...]],
+        frees: Mapping[str, tuple[int, ...]],
+        freed: int,
+    ) -> tuple[int, int]:
+        """Pages held once a line's schedule took ``fresh`` (shown free) and ``shared``, and
+        once its finished requests gave back ``frees``, ``freed`` pages in all: each its
+        giver's alone, and none shared without prefix sharing."""
+        scheduled = self.held() + len(fresh)
+        return scheduled, scheduled - freed
+
+    def share(self, shared: Mapping[str, tuple[int, ...]]) -> None:
+        """Pages taken by reference: none without prefix sharing (the line is declined)."""
+        if shared:
+            raise AssertionError("a page shared in a log that declares no prefix sharing")
+
     def all_free(self, pages: set[int]) -> bool:
         """Whether no one holds any of ``pages`` now."""
         if not self.taken.isdisjoint(pages):
@@ -43,7 +65,7 @@ class DeferredPages:
         held = self.ledger.holders.keys()
         return held.isdisjoint(pages - self.given if self.given else pages)
 
-    def take(self, rids: Iterable[str], pages: Iterable[int]) -> None:
+    def take(self, rids: Iterable[str], pages: Collection[int]) -> None:
         """``pages``, shown free, joined the tables of ``rids``."""
         self.taken.update(pages)
         self.changed.update(rids)
@@ -82,4 +104,119 @@ class DeferredPages:
             known[rid] = table
         self.taken.clear()
         self.given.clear()
+        self.changed.clear()
+
+
+class SharedPages(DeferredPages):
+    """The changes since the ledger was last told where pages are shared: each page's holders
+    counted, as the change since (:attr:`delta`) to the ledger's count of them."""
+
+    def __init__(self, ledger: PageLedger, tables: dict[str, tuple[int, ...]]) -> None:
+        super().__init__(ledger, tables)
+        self.delta: dict[int, int] = {}
+        """The change in each page's holders since the ledger was last told."""
+        self.net = 0
+        """The change in the pages held since the ledger was last told."""
+
+    def holders(self, page: int) -> int:
+        held = self.ledger.holders.get(page)
+        return (0 if held is None else len(held)) + self.delta.get(page, 0)
+
+    def held(self) -> int:
+        return len(self.ledger.holders) + self.net
+
+    def all_free(self, pages: set[int]) -> bool:
+        return all(self.holders(page) == 0 for page in pages)
+
+    def held_after(
+        self,
+        fresh: set[int],
+        shared: Mapping[str, tuple[int, ...]],
+        frees: Mapping[str, tuple[int, ...]],
+        freed: int,
+    ) -> tuple[int, int]:
+        """Pages held once a line's schedule took ``fresh`` (shown free) and ``shared``, and
+        once its finished requests gave back ``frees``: a page is held while anyone holds it."""
+        scheduled = self.held() + len(fresh)
+        gained: dict[int, int] = {}
+        for pages in shared.values():
+            for page in pages:
+                count = gained.get(page)
+                if count is None:
+                    scheduled += self.holders(page) == 0
+                    gained[page] = 1
+                else:
+                    gained[page] = count + 1
+        end = scheduled
+        if frees:
+            for page in fresh:
+                gained[page] = 1
+            given: dict[int, int] = {}
+            for pages in frees.values():
+                for page in pages:
+                    given[page] = given.get(page, 0) + 1
+            for page, count in given.items():
+                end -= self.holders(page) + gained.get(page, 0) == count
+        return scheduled, end
+
+    def take(self, rids: Iterable[str], pages: Collection[int]) -> None:
+        delta = self.delta
+        for page in pages:
+            delta[page] = delta.get(page, 0) + 1
+        self.net += len(pages)
+        self.changed.update(rids)
+
+    def share(self, shared: Mapping[str, tuple[int, ...]]) -> None:
+        delta, excuse = self.delta, self.ledger.excuse_sharing
+        for pages in shared.values():
+            for page in pages:
+                held = self.holders(page) > 0
+                excuse(held)
+                if not held:
+                    self.net += 1
+                delta[page] = delta.get(page, 0) + 1
+        self.changed.update(shared)
+
+    def give_back(self, rid: str, pages: tuple[int, ...]) -> None:
+        delta = self.delta
+        for page in pages:
+            delta[page] = delta.get(page, 0) - 1
+            if self.holders(page) == 0:
+                self.net -= 1
+        if rid in self.ledger.tables:
+            self.changed.add(rid)
+        else:
+            self.changed.discard(rid)
+
+    def tell(self) -> None:
+        """The ledger's holders made those of the tables as they are: a table that changed
+        leaves the pages it no longer holds and joins those it now holds."""
+        self.delta.clear()
+        self.net = 0
+        if not self.changed:
+            return  # every table that changed since came and went: its changes cancel
+        ledger, tables = self.ledger, self.tables
+        holders, known = ledger.holders, ledger.tables
+        for rid in self.changed:
+            table = tables.get(rid, ())
+            before = known.get(rid, ())
+            if table[: len(before)] == before:
+                for page in table[len(before) :]:
+                    holders.setdefault(page, set()).add(rid)
+            else:
+                kept = set(table)
+                for page in before:
+                    if page not in kept:
+                        owners = holders[page]
+                        owners.discard(rid)
+                        if not owners:
+                            del holders[page]
+                had = set(before)
+                for page in table:
+                    if page not in had:
+                        holders.setdefault(page, set()).add(rid)
+            if table:
+                known[rid] = table
+            else:
+                known.pop(rid, None)
         self.changed.clear()

@@ -76,10 +76,7 @@ class BatchRules:
     def check_commitment(self, n: int) -> Finding | None:
         """PAGE-5 on the pages peak admission commits (3.2)."""
         committed, usable = self.requests.committed, self.pages.usable
-        if committed > usable and self.properties.admission != "peak":
-            self.requests.tally.overcommit(n)  # lazy admission commits no peak pages
-            return None
-        if committed > usable:
+        if committed > usable and self.properties.admission == "peak":
             return Finding(
                 "PAGE-5",
                 n,
@@ -122,25 +119,22 @@ class BatchRules:
             requests.tally.unjudged_slots += 1
             return None
         history = requests.live[head].known()
-        if properties.token_budget is not None and not self._budget_left(computed, history + 1):
-            return None
-        room = self.pages.usable - properties.watermark_pages
-        if properties.admission == "peak":
-            needed = requests.reservation(head)
-            if requests.committed + needed > room:
-                if requests.committed + needed <= self.pages.usable:  # but for the watermark
-                    requests.tally.watermarked(n)
+        if properties.token_budget is not None:
+            spent = [amount for amount in computed.values() if amount]
+            most = max(spent) if spent else 0
+            if not self.budget_left(len(spent), sum(spent), history + 1, most):
                 return None
+        needed, room = self.head_room(head, history, self.pages.free, requests.committed)
+        if room - properties.watermark_pages < needed:
+            if room >= needed:  # but for the watermark
+                requests.tally.watermarked(n)
+            return None
+        if properties.admission == "peak":
             why = (
                 f"its {needed} peak pages fit beside the {requests.committed} the batch "
                 f"commits in a pool of {self.pages.usable}"
             )
         else:
-            needed = pages_for(history + 1, self.limits.page_size)
-            if self.pages.free - properties.watermark_pages < needed:
-                if self.pages.free >= needed:  # but for the watermark
-                    requests.tally.watermarked(n)
-                return None
             why = f"{plural(self.pages.free, 'page')} were free and it needs at most {needed}"
         return Finding(
             "BATCH-3",
@@ -151,17 +145,47 @@ class BatchRules:
             requests=(head,),
         )
 
-    def _budget_left(self, computed: Mapping[str, int], whole: int) -> bool:
-        """Whether the head could still join under the declared budget and chunking."""
+    def head_room(self, head: str, history: int, free: int, committed: int) -> tuple[int, int]:
+        """The pages the head of the queue (``history`` tokens known) needs to join, and the
+        pages it may take them from: its peak beside the batch's commitment under peak
+        admission, else what it needs now among the ``free`` pages."""
+        if self.properties.admission == "peak":
+            return self.requests.reservation(head), self.pages.usable - committed
+        return pages_for(history + 1, self.limits.page_size), free
+
+    def budget_left(self, spent: int, total: int, whole: int, most: int) -> bool:
+        """Whether the head (``whole`` tokens to compute) could still join under the declared
+        budget and chunking, ``spent`` requests having computed ``total`` tokens, at most
+        ``most`` each."""
         properties = self.properties
         budget = properties.token_budget or 0
-        spent = [amount for amount in computed.values() if amount]
         chunking = properties.declared_chunking
         may_chunk = chunking == "all" or (chunking == "first" and not spent)
         need = 1 if may_chunk else whole
-        summed = budget - sum(spent) >= need
+        summed = budget - total >= need
         if properties.budget == "padded":
-            padded = (len(spent) + 1) * max([need, *spent]) <= budget
+            padded = (spent + 1) * max(need, most) <= budget
             self.requests.tally.padded += summed and not padded  # what padding alone refused
             return padded
         return summed
+
+    def head_cannot_join(
+        self, head: str | None, free: int, committed: int, spent: int, computed: int
+    ) -> bool:
+        """Whether a slot left free while ``head`` waits gives BATCH-3 nothing to judge and
+        nothing to excuse: the head lacks the budget, or the pages even without the watermark.
+        ``free`` and ``committed`` are as the schedule left them; ``spent`` requests computed
+        ``computed`` tokens.
+        Where a declaration's excuse is counted as the slot is judged (estimated admission, a
+        padded budget), the full path judges it."""
+        properties = self.properties
+        if head is None:
+            return True
+        if properties.estimate_admission or properties.budget == "padded":
+            return False
+        history = self.requests.live[head].known()
+        budget = properties.token_budget
+        if budget is not None and not self.budget_left(spent, computed, history + 1, 0):
+            return True
+        needed, room = self.head_room(head, history, free, committed)
+        return room < needed

@@ -103,7 +103,8 @@ def _admits_within_the_limits(monitor: Monitor, line: SteadyLine) -> bool:
         return False
     if not line.admitted:
         return True
-    if monitor.requests.committed + line.reserve > monitor.pages.usable:
+    over = monitor.requests.committed + line.reserve > monitor.pages.usable
+    if over and monitor.properties.admission == "peak":
         return False
     return "BATCH-2" not in monitor.applicable or line.batch == len(line.admitted)
 

@@ -35,11 +35,12 @@ def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding 
     return None
 
 
-def _no_prefix_sharing(monitor: Monitor) -> bool:
-    return not monitor.properties.prefix_sharing
+def _prefix_sharing(monitor: Monitor) -> bool:
+    return monitor.properties.prefix_sharing
 
 
-@per_iteration("pages", "PAGE-6", steady=Steady(log=_no_prefix_sharing))
+# Every allocation names what its fresh pages now hold, or takes pages that must hold its prefix.
+@per_iteration("pages", "PAGE-6", steady=Steady(allocations=_prefix_sharing))
 def cache_hits_read_their_own_prefix(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.prefix.check(event.iteration, event)
 
@@ -102,11 +103,16 @@ def chunked_only_as_declared(monitor: Monitor, event: IterationEvent) -> Finding
 
 
 def _no_idle_slot(monitor: Monitor, line: SteadyLine) -> bool:
-    """A full batch, or an empty queue, leaves BATCH-3 nothing to judge. Otherwise the full path
-    judges it, also where a declaration excuses the slot (checks/monitor/excuses.py)."""
+    """A full batch, an empty queue, or a head that can join neither by budget nor by pages
+    leaves BATCH-3 nothing to judge. Otherwise the full path judges it, also where a
+    declaration excuses the slot (checks/monitor/excuses.py)."""
     if "BATCH-3" not in monitor.applicable:
         return True
-    return line.batch >= monitor.limits.batch_limit or not line.queued
+    if line.batch >= monitor.limits.batch_limit or not line.queued:
+        return True
+    free = monitor.pages.usable - line.scheduled
+    committed = monitor.requests.committed + line.reserve
+    return monitor.batch.head_cannot_join(line.head, free, committed, line.spent, line.computed)
 
 
 @per_iteration("slots", "BATCH-3", steady=Steady(line=_no_idle_slot))

@@ -105,10 +105,15 @@ class PageLedger:
                     rid,
                     *others,
                 )
-            self.tally.shared_pages += bool(owners)  # a second holder, declared shared
+            self.excuse_sharing(bool(owners))
             owners.add(rid)
         self.tables[rid] = self.tables.get(rid, ()) + added
         return None
+
+    def excuse_sharing(self, held: bool) -> None:
+        """A page taken by reference, ``held`` by others already: a second holder, which the
+        declared prefix sharing excuses (PAGE-2), counted for the verdict."""
+        self.tally.shared_pages += held
 
     def lose(self, n: int, rid: str, pages: tuple[int, ...]) -> Finding | None:
         """``pages`` left ``rid``'s table with no free to explain it (PAGE-3). They are taken

@@ -105,6 +105,13 @@ class SteadyLine(NamedTuple):
     """Requests waiting after it, by the ledger: arrived, neither in the batch nor finished."""
     computed: int
     """Tokens it computes: one per decode, and each whole prompt computed."""
+    spent: int
+    """Requests that compute in it."""
+    scheduled: int
+    """Pages held once its schedule is done, before its finished requests give theirs back."""
+    head: str | None
+    """The request the queue serves next after its admissions (fcfs and none: the steady
+    lines' orders), ``None`` if none waits."""
 
 
 LogPredicate = Callable[[Monitor], bool]
@@ -133,6 +140,12 @@ class Steady:
     without a line naming it before the check has work on it again; negative if the check has
     work on it in this line. ``None``: the check never has work on a steadily decoding
     request."""
+    allocations: LogPredicate | None = None
+    """Whether, in the lines of this log, the check has work on every line that allocates,
+    reading of its event only the allocations (``allocated``, ``shared``, ``cached`` and the
+    tables of the requests allocated): the fast path then runs it on a steady line's
+    allocations alone (:func:`kvsched.checks.eventlog.steady_ops.allocations_event`) instead
+    of declining the line. ``None``: never."""
     counted: str = ""
     """What of the check the fast path's own counts carry instead (lazy tokens, deferred page
     holders), to be moved into predicates; empty when the predicates say everything."""

@@ -30,6 +30,7 @@ class RequestLedger:
     ) -> None:
         self.properties, self.applicable = properties, applicable
         self.page_size = workload.limits.page_size
+        self.usable = properties.usable_pages(workload.limits)
         self.records = Records(properties)
         self.live = self.records.live  # declared and not finished, in the workload's order
         self.finished: set[str] = set()
@@ -207,17 +208,21 @@ class RequestLedger:
                     rid,
                     *batch_before[:3],
                 )
-            self.join(rid)
+            self.join(rid, n)
         return None
 
-    def join(self, rid: str) -> None:
-        """``rid``, waiting, joins the batch: shown to break nothing (:meth:`admit`)."""
+    def join(self, rid: str, n: int) -> None:
+        """``rid``, waiting, joins the batch in iteration ``n``: shown to break nothing
+        (:meth:`admit`). Past the pool's peak pages, lazy admission's excuse is counted here
+        (peak admission's PAGE-5 is :meth:`BatchRules.check_commitment`'s)."""
         del self.queue[rid]
         self.records.admit(rid)
         self.tally.unordered += "BATCH-4" not in self.applicable  # the order left unjudged
         self.live[rid].status = ACTIVE
         self.active[rid] = None
         self.committed += self.reservation(rid)
+        if self.committed > self.usable and self.properties.admission != "peak":
+            self.tally.overcommit(n)  # lazy admission commits no peak pages
 
     # 3.5 Completion ---------------------------------------------------------------------------
     def finish(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:

@@ -19,7 +19,7 @@ what each event names, and the checks read them. This module needs neither Hypot
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 # Importing the checklist registers its checks, the schedule's and step's first.
@@ -44,6 +44,10 @@ from kvsched.spec.workload import Request, Workload
 
 RECENT = 3
 """Iterations a finding carries: the violation's and the ones just before it."""
+
+Later = Callable[[], IterationEvent]
+"""An iteration's event made only if a finding carries it: a line a log reader took in
+without making its event (checks/eventlog/steady_recent.py)."""
 
 
 class Monitor:
@@ -98,7 +102,7 @@ class Monitor:
         self.computed: Mapping[str, int] = {}
         """Tokens each request computed in the iteration being checked (from its decode step)."""
         self.iteration = 0
-        self.recent: deque[IterationEvent] = deque(maxlen=RECENT)
+        self.recent: deque[IterationEvent | Later] = deque(maxlen=RECENT)
         self.finding: Finding | None = None
         self.all_findings = all_findings
         """Keep checking after a violation, for the first violation of every other invariant.
@@ -181,7 +185,8 @@ class Monitor:
                 f"monitor check {check.name} reported {finding.invariant} but registered "
                 f"only {', '.join(check.ids)}: add the id to its registration"
             )
-        kept = replace(finding, recent=tuple(self.recent))
+        recent = tuple(e if isinstance(e, IterationEvent) else e() for e in self.recent)
+        kept = replace(finding, recent=recent)
         self.findings.setdefault(kept.invariant, kept)
         if self.finding is None:
             self.finding = kept
