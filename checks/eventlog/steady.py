@@ -25,12 +25,17 @@ import msgspec
 from kvsched.checks.eventlog.ids import decode_ids
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
-from kvsched.checks.eventlog.steady_ops import LineOps, allocations_event, sort_ops
+from kvsched.checks.eventlog.steady_ops import LineOps, sort_ops
 from kvsched.checks.eventlog.steady_pages import DeferredPages, SharedPages
 from kvsched.checks.eventlog.steady_recent import TakenLines, Undo
 from kvsched.checks.eventlog.version2 import IterationLine
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.registry import IterationFn, LinePredicate, SteadyLine, iteration_plan
+from kvsched.checks.monitor.registry import (
+    AllocationCheck,
+    LinePredicate,
+    SteadyLine,
+    iteration_plan,
+)
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
@@ -51,13 +56,11 @@ class SteadyDecode:
             for check in iteration_plan()
             if check.steady is not None and check.steady.line is not None
         )  # each check's say in whether a steady line may go without it
-        self.on_allocations: tuple[IterationFn, ...] = tuple(
-            check.run
+        self.on_allocations: tuple[AllocationCheck, ...] = tuple(
+            check.steady.allocations
             for check in iteration_plan()
-            if check.steady is not None
-            and check.steady.allocations is not None
-            and check.steady.allocations(monitor)
-        )  # the checks that judge every allocation of this log, from the allocations alone
+            if check.steady is not None and check.steady.allocations is not None
+        )  # the checks that judge every allocation, from the allocations alone
         self.clock = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, lowering.tables)
@@ -192,10 +195,13 @@ class SteadyDecode:
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):
                 return None  # a check has work on this line: the full path runs it
-        if ops.gained and self.on_allocations:
-            event = allocations_event(line, ops, self.lowering.tables)
+        gained = ops.gained
+        if gained and self.on_allocations:
+            before = self.lowering.tables
+            after = {rid: before.get(rid, ()) + pages for rid, pages in gained.items()}
+            n, shared, cached = line.iteration, ops.shared, ops.cached
             for judge in self.on_allocations:
-                if judge(monitor, event) is not None:
+                if judge(monitor, n, gained, after, shared, cached) is not None:
                     return None  # the full path judges the line, and says what is wrong
         self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)

@@ -32,7 +32,6 @@ from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.registry import iteration_plan
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.record import RequestRecord
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.vocabulary import WAITING
 
 
@@ -182,28 +181,3 @@ def sort_ops(
                 if not 0 <= page < pool:
                     return None
     return ops
-
-
-def allocations_event(
-    line: IterationLine, ops: LineOps, tables: Mapping[str, tuple[int, ...]]
-) -> IterationEvent:
-    """A steady line's allocations as an event, for a check that reads nothing else of it
-    (``Steady.allocations``): what each request gained, shared and took from the cache, and the
-    tables of those requests after the line's schedule (``tables`` as of before it)."""
-    gained = ops.gained
-    return IterationEvent(
-        line.iteration,
-        arrived=(),
-        admitted=(),
-        active=(),
-        decoded=(),
-        finished=(),
-        page_tables={rid: tables.get(rid, ()) + pages for rid, pages in gained.items()},
-        allocated=gained,
-        freed={},
-        free_pages=line.free_pages,
-        waiting=(),
-        schedule=(),
-        cached=ops.cached,
-        shared=ops.shared,
-    )

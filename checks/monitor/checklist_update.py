@@ -5,6 +5,8 @@ same conventions hold).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import (
     FOREVER,
@@ -12,6 +14,7 @@ from kvsched.checks.monitor.registry import (
     RunEnd,
     Steady,
     SteadyLine,
+    Tables,
     at_end,
     per_iteration,
 )
@@ -35,14 +38,24 @@ def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding 
     return None
 
 
-def _prefix_sharing(monitor: Monitor) -> bool:
-    return monitor.properties.prefix_sharing
+def _hits_read_their_prefix(
+    monitor: Monitor,
+    n: int,
+    allocated: Tables,
+    tables: Tables,
+    shared: Tables,
+    cached: Mapping[str, int],
+) -> Finding | None:
+    # Every allocation names what its fresh pages now hold, or takes pages holding its prefix.
+    return monitor.prefix.check(n, allocated, tables, shared, cached)
 
 
-# Every allocation names what its fresh pages now hold, or takes pages that must hold its prefix.
-@per_iteration("pages", "PAGE-6", steady=Steady(allocations=_prefix_sharing))
+@per_iteration("pages", "PAGE-6", steady=Steady(allocations=_hits_read_their_prefix))
 def cache_hits_read_their_own_prefix(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.prefix.check(event.iteration, event)
+    tables, shared = event.page_tables, event.shared
+    return _hits_read_their_prefix(
+        monitor, event.iteration, event.allocated, tables, shared, event.cached
+    )
 
 
 def _minimal_pages(monitor: Monitor) -> bool:

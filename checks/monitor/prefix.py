@@ -11,8 +11,9 @@ Tables only grow at their end while a request runs, so a table's new pages are i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kvsched.checks.monitor.findings import Finding
-from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Request, Workload
 
 Name = tuple[str, str, int]
@@ -38,16 +39,25 @@ class PrefixContent:
             return ("group", request.prefix_group, index)
         return ("request", request.id, index)
 
-    def check(self, n: int, event: IterationEvent) -> Finding | None:
-        """PAGE-6 for the iteration's hits, then record what fresh pages now hold."""
+    def check(
+        self,
+        n: int,
+        allocated: Mapping[str, tuple[int, ...]],
+        tables: Mapping[str, tuple[int, ...]],
+        hits: Mapping[str, tuple[int, ...]],
+        cache: Mapping[str, int],
+    ) -> Finding | None:
+        """PAGE-6 for iteration ``n``'s hits (``hits`` the pages each request took by
+        reference, ``cache`` the tokens it took from them), then record what the fresh pages of
+        ``allocated`` now hold; ``tables`` holds the tables of the requests allocated."""
         if not self.enabled:
             return None
-        for rid, new in event.allocated.items():
-            table = event.page_tables.get(rid, ())
+        for rid, new in allocated.items():
+            table = tables.get(rid, ())
             request = self.requests.get(rid)
             if request is None:
                 continue
-            shared = set(event.shared.get(rid, ()))
+            shared = set(hits.get(rid, ()))
             first = len(table) - len(new)
             for index in range(max(first, 0), len(table)):
                 page, expected = table[index], self.name(request, index)
@@ -57,7 +67,7 @@ class PrefixContent:
                 held = self.names.get(page)
                 if held != expected:
                     return self._wrong_hit(n, rid, page, index, held)
-            cached = event.cached.get(rid, 0)
+            cached = cache.get(rid, 0)
             if cached > len(shared) * self.page_size:
                 message = (
                     f"request {rid!r} took {cached} tokens from the prefix cache in iteration "

@@ -114,7 +114,11 @@ class SteadyLine(NamedTuple):
     lines' orders), ``None`` if none waits."""
 
 
+Tables = Mapping[str, tuple[int, ...]]
 LogPredicate = Callable[[Monitor], bool]
+AllocationCheck = Callable[
+    [Monitor, int, Tables, Tables, Tables, Mapping[str, int]], "Finding | None"
+]
 LinePredicate = Callable[[Monitor, SteadyLine], bool]
 RequestPredicate = Callable[[SteadyRequest], int]
 
@@ -140,12 +144,12 @@ class Steady:
     without a line naming it before the check has work on it again; negative if the check has
     work on it in this line. ``None``: the check never has work on a steadily decoding
     request."""
-    allocations: LogPredicate | None = None
-    """Whether, in the lines of this log, the check has work on every line that allocates,
-    reading of its event only the allocations (``allocated``, ``shared``, ``cached`` and the
-    tables of the requests allocated): the fast path then runs it on a steady line's
-    allocations alone (:func:`kvsched.checks.eventlog.steady_ops.allocations_event`) instead
-    of declining the line. ``None``: never."""
+    allocations: AllocationCheck | None = None
+    """The check on an iteration's allocations alone, where it reads nothing else of an event:
+    ``(monitor, iteration, allocated, tables, shared, cached)``, with ``tables`` those of the
+    requests allocated, after the schedule. The fast path runs it on every steady line that
+    allocates instead of declining the line, so it returns at once in a log where it has no
+    work. ``None``: the check has no work on a steady line's allocations."""
     counted: str = ""
     """What of the check the fast path's own counts carry instead (lazy tokens, deferred page
     holders), to be moved into predicates; empty when the predicates say everything."""

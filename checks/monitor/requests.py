@@ -3,9 +3,8 @@
 It follows each request through arrival, the waiting queue, admission, preemption and completion,
 checking the request-side invariants as the events report them: REQ-1 and REQ-2 (arrival and
 conservation), BATCH-2 (who may be admitted; in which order is :mod:`.order`'s) and the LIVE-1
-bound. Each request's status and counts are its record (:mod:`kvsched.reference.record`),
-which :mod:`.tokens` checks and counts, and which the meter and the fast path read too. Every
-method touches only the requests an event names, so its cost follows the iteration.
+bound. Each request's state is its record (:mod:`kvsched.reference.record`), which every check,
+the meter and the fast path read. Each method touches only the requests an event names.
 """
 
 from __future__ import annotations
@@ -212,9 +211,7 @@ class RequestLedger:
         return None
 
     def join(self, rid: str, n: int) -> None:
-        """``rid``, waiting, joins the batch in iteration ``n``: shown to break nothing
-        (:meth:`admit`). Past the pool's peak pages, lazy admission's excuse is counted here
-        (peak admission's PAGE-5 is :meth:`BatchRules.check_commitment`'s)."""
+        """``rid``, waiting, joins the batch in iteration ``n``: shown to break nothing."""
         del self.queue[rid]
         self.records.admit(rid)
         self.tally.unordered += "BATCH-4" not in self.applicable  # the order left unjudged
@@ -222,7 +219,7 @@ class RequestLedger:
         self.active[rid] = None
         self.committed += self.reservation(rid)
         if self.committed > self.usable and self.properties.admission != "peak":
-            self.tally.overcommit(n)  # lazy admission commits no peak pages
+            self.tally.overcommit(n)  # peak admission's PAGE-5 is BatchRules.check_commitment's
 
     # 3.5 Completion ---------------------------------------------------------------------------
     def finish(self, n: int, decoded: Sequence[str], ids: Sequence[str]) -> Finding | None:

@@ -1,0 +1,222 @@
+"""The cases of tests/test_steady_predicates.py: for each predicate a check declares beside
+itself (checks/monitor/registry.py, ``Steady``), a small log that breaks the check on a line the
+fast path would otherwise take in, or on a request such a line names, or in such a line's
+allocations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from kvsched.checks.eventlog.writer import v2_lines
+from kvsched.reference import ContinuousScheduler, run
+from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
+from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, Request, Workload
+
+Rows = list[dict[str, Any]]
+
+WORKLOAD = Workload(
+    "predicates",
+    Limits(batch_limit=3, page_size=2, pool_pages=40),
+    tuple(Request(f"r{i}", i // 2, 3 + i % 4, 4 + i % 5) for i in range(10)),
+)
+
+
+def clean_rows() -> Rows:
+    recorded = run(WORKLOAD, ContinuousScheduler, "continuous")
+    lines = v2_lines(recorded, TargetProperties(policy="continuous"))
+    return [json.loads(line) for line in lines]
+
+
+def iterations(rows: Rows) -> Rows:
+    return [row for row in rows if row.get("type") == "iteration"]
+
+
+def header_limits(rows: Rows, **changes: int) -> Rows:
+    rows[0]["workload"]["limits"].update(changes)
+    return rows
+
+
+def free_count_off(rows: Rows) -> Rows:
+    line = iterations(rows)[len(iterations(rows)) // 2]
+    line["free_pages"] += 1
+    return rows
+
+
+def admissions_swapped(rows: Rows) -> Rows:
+    for line in iterations(rows):
+        admits = [i for i, op in enumerate(line["ops"]) if op[0] == "admit"]
+        if len(admits) >= 2:
+            a, b = admits[:2]
+            ops = line["ops"]
+            ops[a][1], ops[b][1] = ops[b][1], ops[a][1]
+            return rows
+    raise AssertionError("no line admits two requests")
+
+
+def idle_first(rows: Rows) -> Rows:
+    """An iteration in which nothing runs while the first requests wait, before the rest."""
+    lines = iterations(rows)
+    for line in lines:
+        line["iteration"] += 1
+    first = lines[0]
+    at = rows.index(first)
+    rows.insert(at, {"type": "iteration", "iteration": 1, "ops": [], "free_pages": 40})
+    return rows
+
+
+def queue_short(rows: Rows) -> Rows:
+    """A reported queue of two or more that leaves its last request out."""
+    for line in iterations(rows):
+        if len(line.get("waiting", [])) >= 2:
+            line["waiting"].pop()
+            return rows
+    raise AssertionError("no line reports a queue of two")
+
+
+def budget_of(tokens: int, rows: Rows) -> Rows:
+    """The same log declaring a token budget its batch of three decodes overruns (BATCH-1)."""
+    rows[0]["target"]["token_budget"] = tokens
+    return rows
+
+
+def as_static(rows: Rows) -> Rows:
+    """The same log declaring static batching, under which BATCH-3 (a continuous batcher's idle
+    slot) does not apply: an idle batch is then LIVE-2's alone."""
+    rows[0]["target"]["policy"] = "static"
+    return rows
+
+
+def undeclared_chunks() -> Rows:
+    """A prompt computed in two chunks by a target that declares no chunked prefill: the chunk
+    without a token spends an iteration of the lesson's bound, so the steady last line is past
+    it (LIVE-1)."""
+    prompt = Request("a", 0, 6, 2)
+    ops: list[list[Any]] = [["admit", "a"], ["alloc", "a", [0]], ["compute", "a", 4]]
+    lines = [
+        {"type": "iteration", "iteration": 1, "ops": ops, "free_pages": 3},
+        {"type": "iteration", "iteration": 2, "free_pages": 2, "ops": [
+            ["alloc", "a", [1]], ["compute", "a", 2], ["token", "a"]]},
+        {"type": "iteration", "iteration": 3, "free_pages": 4, "ops": [
+            ["decode", ["a"]], ["finish", "a"], ["free", "a", [0, 1]]]},
+    ]  # fmt: skip
+    workload = Workload("chunks", Limits(batch_limit=1, page_size=4, pool_pages=4), (prompt,))
+    empty = run(replace(workload, requests=()), ContinuousScheduler, "continuous")
+    header = json.loads(next(iter(v2_lines(replace(empty, workload=workload), PLAIN))))
+    return [header, *lines]
+
+
+PLAIN = TargetProperties(policy="continuous")
+
+
+LINE_CASES: dict[str, Callable[[], Rows]] = {
+    "_free_count_adds_up": lambda: free_count_off(clean_rows()),
+    "_admits_in_order": lambda: admissions_swapped(clean_rows()),
+    "_no_idle_slot": lambda: header_limits(clean_rows(), batch_limit=4),
+    "_admits_within_the_limits": lambda: header_limits(clean_rows(), batch_limit=2),
+    "_not_idle": lambda: as_static(idle_first(clean_rows())),
+    "_within_the_bound": lambda: undeclared_chunks(),
+    "_queue_adds_up": lambda: queue_short(clean_rows()),
+    "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
+}
+"""Each line predicate's case: a log that breaks its check on a line otherwise steady."""
+
+
+def _allocation_dropped(rows: Rows) -> Rows:
+    """A page boundary a decoding request crosses with no page allocated (PAGE-1), the page
+    given to it two lines later instead: its KV outgrows its table in between."""
+    lines = iterations(rows)
+    for at, line in enumerate(lines[3:-3], start=3):
+        ops = line["ops"]
+        decoding = next((op[1] for op in ops if op[0] == "decode"), [])
+        allocs = [op for op in ops if op[0] == "alloc" and op[1] in decoding]
+        if not allocs:
+            continue
+        rid, later = allocs[0][1], lines[at + 2]["ops"]
+        finishes = any(op[0] == "finish" and op[1] == rid for op in lines[at + 1]["ops"])
+        if not finishes and any(op[0] == "decode" and rid in op[1] for op in later):
+            ops.remove(allocs[0])
+            later.insert(0, allocs[0])
+            for moved in lines[at : at + 2]:  # the page is free until it is given
+                moved["free_pages"] += len(allocs[0][2])
+            return rows
+    raise AssertionError("no decoding request allocates mid-log")
+
+
+def _finish_delayed(rows: Rows) -> Rows:
+    """A request not finished at its last token (REQ-2): its finish and free come a line late."""
+    lines = iterations(rows)
+    for at, line in enumerate(lines[2:-2], start=2):
+        ops = line["ops"]
+        finish = next((op for op in ops if op[0] == "finish"), None)
+        if finish is None:
+            continue
+        free = next(op for op in ops if op[0] == "free" and op[1] == finish[1])
+        ops.remove(finish)
+        ops.remove(free)
+        lines[at + 1]["ops"] += [finish, free]
+        line["free_pages"] -= len(free[2])  # its pages are held a line longer
+        return rows
+    raise AssertionError("no line finishes a request mid-log")
+
+
+def _prompt_long(rows: Rows) -> Rows:
+    """A prompt computed with a token more than exist (DEC-1): KV for a token not produced
+    yet. Its KV ends inside a page, so that its pages cover the one token more minimally too
+    (PAGE-1)."""
+    page_size = rows[0]["workload"]["limits"]["page_size"]
+    for line in iterations(rows)[2:]:
+        for op in line["ops"]:
+            if op[0] == "compute" and op[2] % page_size:
+                op[2] += 1
+                return rows
+    raise AssertionError("no line computes a prompt that ends inside a page")
+
+
+REQUEST_CASES: dict[str, Callable[[], Rows]] = {
+    "_covered_until_the_page_is_full": lambda: _allocation_dropped(clean_rows()),
+    "_finished_at_its_last_token": lambda: _finish_delayed(clean_rows()),
+    "_kv_reaches_the_token": lambda: _prompt_long(clean_rows()),
+}
+"""Each request predicate's case: a log that breaks its check on a request a steady line names."""
+
+
+def _stale_hit() -> Rows:
+    """A prefix hit that takes a page another request wrote, and holds (PAGE-6), on a line the
+    fast path takes in: the admission of a request of a group whose prefix is cached, in an
+    engine run as vLLM v1 is designed."""
+    workload = Workload(
+        "hits",
+        Limits(batch_limit=4, page_size=2, pool_pages=40),
+        tuple(Request(f"r{i}", 2 * i, 6, 6, "sys", 4) for i in range(4)),
+    )
+    config = replace(CONFIGS["vllm-v1"], token_budget=64)
+    properties = config.properties()
+    factory = EngineScheduler.configured(config)
+    recorded = run(workload, factory, properties.policy, properties=properties)
+    rows = [json.loads(line) for line in v2_lines(recorded, properties)]
+    tables: dict[str, list[int]] = {}
+    for line in iterations(rows)[:-1]:
+        shares = [op for op in line["ops"] if op[0] == "share"]
+        if shares and len(tables) >= 2:
+            taker, page = shares[0], shares[0][2][0]
+            other = next(p for rid, t in tables.items() for p in t if p not in taker[2])
+            taker[2][0] = other
+            if not any(page in t for t in tables.values()):
+                line["free_pages"] += 1  # the page it should have taken stays free
+            return rows
+        for op in line["ops"]:
+            if op[0] in ("alloc", "share"):
+                tables.setdefault(op[1], []).extend(op[2])
+            elif op[0] == "free":
+                tables.pop(op[1], None)
+    raise AssertionError("no line admits a prefix hit while two requests hold pages")
+
+
+ALLOCATION_CASES: dict[str, Callable[[], Rows]] = {"_hits_read_their_prefix": _stale_hit}
+"""Each allocations predicate's case: a log that breaks its check on a steady line's
+allocations."""
