@@ -4,7 +4,8 @@ Each planting picks, with the given random generator, one site of its kind in a 
 changes what is there, and says which iteration it changed; it returns None when the log has no
 such site. A planting edits nothing else: what a buggy engine or writer would log, one bug at a
 time. tests/test_planted_logs.py lists them by kind, each with the invariant ids its finding may
-name; tests/planted_order.py holds those of frees, order and the queue.
+name; tests/planted_order.py holds those of frees, order and the queue, tests/planted_tokens.py
+those of the tokens.
 """
 
 from __future__ import annotations
@@ -165,55 +166,6 @@ def free_count(rows: Rows, rng: random.Random) -> Planted | None:
     return Planted(line.iteration, f"free_pages {change:+d} (now {line.row['free_pages']})")
 
 
-def _decoded(line: Line) -> list[tuple[str, list[Any], int, int]]:
-    """Each token the line produces: its request, the list holding it and its place there, and
-    (version 2) the index of its op."""
-    if line.version == 1:
-        return [(rid, line.row["decoded"], i, -1) for i, rid in enumerate(line.row["decoded"])]
-    found = []
-    for at, op in enumerate(line.ops):
-        if op[0] == "decode":
-            found += [(rid, op[1], j, at) for j, rid in enumerate(op[1])]
-        elif op[0] == "token":
-            found.append((op[1], line.ops, at, at))
-    return found
-
-
-LATE_TOKEN = (
-    "one token fewer shows where the request's KV runs ahead of its output (DEC-1), or where it "
-    "finishes short of its output length (REQ-2), or at the end of the run"
-)
-
-
-def drop_token(rows: Rows, rng: random.Random) -> Planted | None:
-    """One output token removed: from ``decoded`` (version 1; ``computed`` kept), or a
-    ``token`` op, or a request's entry of a ``decode`` op, which then computes its token
-    without producing it (version 2)."""
-    site = pick(rng, [(line, *token) for line in walk(rows) for token in _decoded(line)])
-    if site is None:
-        return None
-    line, rid, holder, i, at = site
-    del holder[i]
-    if line.version == 2 and holder is not line.ops:  # it computed its token all the same
-        line.ops.insert(at + 1, ["compute", rid, 1])
-        if not holder:
-            del line.ops[at]
-    return Planted(line.iteration, f"a token of {rid} removed", LATE_TOKEN)
-
-
-def double_token(rows: Rows, rng: random.Random) -> Planted | None:
-    """One output token produced twice in one iteration."""
-    site = pick(rng, [(line, *token) for line in walk(rows) for token in _decoded(line)])
-    if site is None:
-        return None
-    line, rid, _, _, at = site
-    if line.version == 1:
-        line.row["decoded"].append(rid)
-    else:
-        line.ops.insert(at + 1, ["token", rid])
-    return Planted(line.iteration, f"a second token of {rid}")
-
-
 def _hits(line: Line) -> list[tuple[str, list[int]]]:
     """The line's prefix hits: each request that took pages by reference, and those pages (the
     list in the row, to edit)."""
@@ -252,7 +204,7 @@ def over_cached(rows: Rows, rng: random.Random) -> Planted | None:
     many fewer: its KV adds up, but part of it was never in the cache."""
     sites = []
     for line in walk(rows):
-        computed = _computed(line)
+        computed = computed_by(line)
         for rid, pages in _hits(line):
             size = rows[0]["workload"]["limits"]["page_size"]
             cached = _cached(line).get(rid, 0)
@@ -275,7 +227,7 @@ def over_cached(rows: Rows, rng: random.Random) -> Planted | None:
     return Planted(line.iteration, f"{rid} takes {extra} tokens more from the cache than it holds")
 
 
-def _computed(line: Line) -> dict[str, int]:
+def computed_by(line: Line) -> dict[str, int]:
     if line.version == 1:
         return dict(line.row.get("computed") or {})
     return {op[1]: op[2] for op in line.ops if op[0] == "compute"}

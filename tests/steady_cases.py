@@ -110,6 +110,14 @@ def undeclared_chunks() -> Rows:
     return [header, *lines]
 
 
+def chunks_undeclared_by_name() -> Rows:
+    """The same two chunks where the target declares, by name, that it never chunks (BATCH-5):
+    the first line's chunk is the finding."""
+    rows = undeclared_chunks()
+    rows[0]["target"]["chunking"] = "none"
+    return rows
+
+
 PLAIN = TargetProperties(policy="continuous")
 
 
@@ -120,6 +128,7 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_admits_within_the_limits": lambda: header_limits(clean_rows(), batch_limit=2),
     "_not_idle": lambda: as_static(idle_first(clean_rows())),
     "_within_the_bound": lambda: undeclared_chunks(),
+    "_chunked_as_declared": lambda: chunks_undeclared_by_name(),
     "_queue_adds_up": lambda: queue_short(clean_rows()),
     "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
 }
@@ -177,12 +186,26 @@ def _prompt_long(rows: Rows) -> Rows:
     raise AssertionError("no line computes a prompt that ends inside a page")
 
 
+def _chunk_long() -> Rows:
+    """A chunk short of a token that computes a token more than exist (DEC-1) where chunked
+    prefill is declared: its pages cover it minimally, so only DEC-1 has work on it."""
+    rows = undeclared_chunks()
+    rows[0]["target"].update(chunked_prefill=True, token_budget=8)
+    first, second = iterations(rows)[:2]
+    first["ops"] = [["admit", "a"], ["alloc", "a", [0, 1]], ["compute", "a", 7]]
+    first["free_pages"] = 2
+    second["ops"] = [["compute", "a", 1], ["token", "a"]]
+    return rows
+
+
 REQUEST_CASES: dict[str, Callable[[], Rows]] = {
     "_covered_until_the_page_is_full": lambda: _allocation_dropped(clean_rows()),
     "_finished_at_its_last_token": lambda: _finish_delayed(clean_rows()),
     "_kv_reaches_the_token": lambda: _prompt_long(clean_rows()),
+    "_kv_reaches_the_token/chunk": _chunk_long,
 }
-"""Each request predicate's case: a log that breaks its check on a request a steady line names."""
+"""Each request predicate's case: a log that breaks its check on a request a steady line names
+(``name/variant``: a further case of one predicate, for another of its branches)."""
 
 
 def _stale_hit() -> Rows:

@@ -26,8 +26,6 @@ import pytest
 from planted import (
     Planted,
     alloc_held,
-    double_token,
-    drop_token,
     free_count,
     over_cached,
     readmit,
@@ -48,6 +46,7 @@ from planted_order import (
     swap_admissions,
 )
 from planted_sources import of_version
+from planted_tokens import double_token, drop_token, long_chunk
 
 from kvsched.checks.eventlog.check import LogCheck, check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError
@@ -119,6 +118,7 @@ PLANTINGS = (
     Planting("counts", "off-by-one", free_count, _ids("PAGE-3")),
     Planting("tokens", "dropped", drop_token, TOKEN_FEWER),
     Planting("tokens", "doubled", double_token, _ids("DEC-1")),
+    Planting("tokens", "long-chunk", long_chunk, _ids("DEC-1", "PAGE-1", "BATCH-1")),
     Planting("frees", "twice", free_twice, _ids("PAGE-3")),
     Planting("frees", "unheld", free_unheld, _ids("PAGE-3")),
     Planting("frees", "kept", keep_pages, _ids("PAGE-4", "PAGE-3")),  # or the count it left

@@ -5,7 +5,7 @@ admits (each check's ``Steady.log``, checks/monitor/checklist*.py), up to its fi
 each line, every check's own predicate (``Steady.line``) says whether it has work there: the
 limits, the budget, the order, an idle slot, the bound, the queue and the free count are judged
 there, never here. :class:`SteadyDecode` takes in a line whose schedule only admits and
-allocates fresh pages, whose step decodes the batch or computes whole prompts with their token,
+allocates fresh pages, whose step decodes the batch or computes prompts or chunks of them,
 and whose update only finishes requests and frees their tables. It declines every other line,
 bringing every count up to date first for the full path (the lowering, the monitor and the
 meter). It never reports a finding, so the findings are the full path's by construction;
@@ -154,7 +154,7 @@ class SteadyDecode:
             for rid in due_now:
                 if due.get(rid) == clock and rid not in grown and rid not in finishes:
                     return None
-        named = self.counts.named(clock, grown, finishes, joiners, computes, ops.cached)
+        named = self.counts.named(clock, grown, finishes, joiners, computes, ops)
         if named is None:
             return None
         freed = 0
@@ -189,6 +189,7 @@ class SteadyDecode:
             len(requests.queue) - len(joining),
             len(decoding) + sum(computes.values()),
             len(decoding) + len(computes),
+            len(computes) - len(ops.tokens),
             scheduled,
             head if head in requests.live else None,  # a reported head that finished waits not
         )
@@ -248,8 +249,8 @@ class SteadyDecode:
         for rid in joiners:
             lazy[rid] = clock - 1
         records = requests.records
-        if computes:  # whole prompts and their tokens: counted as the full path counts them
-            records.count(computes, ops.cached, tuple(computes))
+        if computes:  # prompts, chunks and their tokens: counted as the full path counts them
+            records.count(computes, ops.cached, tuple(ops.tokens))
         records.steady_progress(len(decoding))
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping
 
+from kvsched.checks.eventlog.steady_ops import LineOps
 from kvsched.checks.monitor.registry import (
     FOREVER,
     RequestPredicate,
@@ -66,14 +67,15 @@ class LazyCounts:
         finishes: dict[str, None],
         joiners: list[str],
         computes: dict[str, int],
-        cached: dict[str, int],
+        ops: LineOps,
     ) -> dict[str, int] | None:
         """The requests the line at ``clock`` names (it grows, finishes, starts decoding or
-        computes its prompt, past what it took from the cache), each shown steady after it by
-        every check's request predicate; each lazy one that decodes on, with the clock it next
-        falls due at: the first at which a check has work on it again. ``None`` if a check has
-        work on one now."""
+        computes its prompt or a chunk, past what it took from the cache), each shown steady
+        after it by every check's request predicate; each lazy one that decodes on, with the
+        clock it next falls due at: the first at which a check has work on it again. ``None``
+        if a check has work on one now."""
         lazy, live, computing = self.lazy, self.records.live, self.predicates
+        cached, tokens = ops.cached, ops.tokens
         tables, page_size = self.tables, self.page_size
         named: dict[str, int] = {}
         # Most lines name only the requests they give a page.
@@ -85,10 +87,12 @@ class LazyCounts:
         for rid in names:
             since = lazy.get(rid)
             record = live[rid]
+            decodes = True
             if since is not None:  # its lazy steps and this line's
                 kv = made = clock - since
             elif rid in computes:
-                kv, made = computes[rid] + cached.get(rid, 0), 1
+                decodes = rid in tokens
+                kv, made = computes[rid] + cached.get(rid, 0), int(decodes)
             else:  # a joiner: it decodes in this line, its counts current until the last
                 kv = made = 1
             request = SteadyRequest(
@@ -99,6 +103,7 @@ class LazyCounts:
                 len(tables.get(rid, ())) + grown.get(rid, 0),
                 page_size,
                 rid in finishes,
+                decodes,
             )
             horizon = FOREVER
             for steady_for in computing:

@@ -3,8 +3,9 @@
 The fast path takes in a line only if its operations are of the kinds and in the places it
 reasons about: the schedule admits waiting requests and allocates fresh pages to the batch (and,
 where the log declares prefix sharing, an admitted request's table may begin with pages taken by
-reference), the step decodes and computes whole prompts with their tokens (after a prefix hit,
-the rest of the prompt), and the update finishes requests and frees their pages. Everything else
+reference), the step decodes and computes prompts, or chunks of them, each prompt's end with
+its token (after a prefix hit, the rest of the prompt), and the update finishes requests and
+frees their pages. Everything else
 (and a line whose phases are out of order, which the lowering rejects as malformed) goes to the
 full path.
 """
@@ -67,7 +68,10 @@ class LineOps:
         self.decode: msgspec.Raw | None = None
         """The decode list as the line gives it (raw JSON), or ``None``."""
         self.computes: dict[str, int] = {}
-        """The tokens each request computed, its whole prompt (with its token)."""
+        """The tokens each request computed: its prompt, or a chunk of it."""
+        self.tokens: dict[str, None] = {}
+        """The requests of :attr:`computes` that produced a token, in order: the others
+        computed a chunk short of the prompt's end."""
         self.finishes: dict[str, None] = {}
         self.frees: dict[str, tuple[int, ...]] = {}
         """The pages each finished request gave back."""
@@ -85,8 +89,9 @@ def sort_ops(
     declares prefix sharing, admissions of waiting requests, at most one decode list."""
     ops = LineOps()
     allocs, admitted, grown, gained = ops.allocs, ops.admitted, ops.grown, ops.gained
-    computes, finishes, frees, shared, cached = (
+    computes, tokens, finishes, frees, shared, cached = (
         ops.computes,
+        ops.tokens,
         ops.finishes,
         ops.frees,
         ops.shared,
@@ -94,7 +99,6 @@ def sort_ops(
     )
     given_all: list[int] = []
     shares_all: list[int] = []
-    tokens: set[str] = set()
     phase = 0
     for op in line.ops:
         kind = type(op)
@@ -143,7 +147,7 @@ def sort_ops(
             if phase > 1 or rid in tokens or rid not in computes:
                 return None
             phase = 1
-            tokens.add(rid)
+            tokens[rid] = None
         elif kind is Finish:
             rid = op.request  # type: ignore[union-attr]
             if rid in finishes:
@@ -157,7 +161,7 @@ def sort_ops(
             frees[rid] = frees.get(rid, ()) + given
         else:
             return None
-    if len(tokens) != len(computes) or not computes.keys() >= cached.keys():
+    if not computes.keys() >= cached.keys():
         return None
     # Every page allocated is in the pool, usable and allocated once; a page shared is in the
     # pool, usable, not also fresh, and in its taker's table once.

@@ -179,7 +179,10 @@ def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Findin
 def _kv_reaches_the_token(request: SteadyRequest) -> int:
     # DEC-3: the KV computed reaches the token just produced, all but that token itself; DEC-1:
     # and no further. A decode step adds one of each, so a request that holds it holds it on.
+    # A chunk produces no token: DEC-1 alone, its KV within the tokens that exist.
     lag = request.prompt + request.generated - request.kv
+    if not request.decodes:
+        return FOREVER if lag >= 0 else -1
     return FOREVER if 0 <= lag <= 1 else -1
 
 

@@ -106,11 +106,11 @@ def tokens_within_the_budget(monitor: Monitor, event: IterationEvent) -> Finding
     return monitor.batch.check_budget(event.iteration, monitor.computed)
 
 
-@per_iteration(
-    "slots",
-    "BATCH-5",
-    steady=Steady(counted="a steady line's computes end in their token (steady_ops.py): no chunk"),
-)
+def _chunked_as_declared(monitor: Monitor, line: SteadyLine) -> bool:
+    return monitor.order.chunks_allowed(line.chunks)
+
+
+@per_iteration("slots", "BATCH-5", steady=Steady(line=_chunked_as_declared))
 def chunked_only_as_declared(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.order.check_chunking(event.iteration, event, monitor.computed)
 

@@ -155,16 +155,21 @@ class OrderRules:
         # requests at the head), not an empty one that every waiting request seems to overtake.
         self.reported = waiting if waiting else tuple(self.ledger.queue)
 
+    def chunks_allowed(self, partial: int) -> bool:
+        """BATCH-5: whether an iteration may compute ``partial`` chunks short of their end."""
+        if self.chunking is None or self.chunking == "all":
+            return True
+        return partial <= (0 if self.chunking == "none" else 1)
+
     def check_chunking(
         self, n: int, event: IterationEvent, computed: Mapping[str, int]
     ) -> Finding | None:
         """BATCH-5: a chunk short of its end (computed, no token) only as declared."""
-        if self.chunking is None or self.chunking == "all" or event.computed is None:
-            return None
+        if event.computed is None or self.chunks_allowed(len(computed)):
+            return None  # as many chunks as requests computed are allowed: no need to count them
         decoded = set(event.decoded)
         partial = [rid for rid, amount in computed.items() if amount and rid not in decoded]
-        allowed = 0 if self.chunking == "none" else 1
-        if len(partial) <= allowed:
+        if self.chunks_allowed(len(partial)):
             return None
         what = (
             "the target declares no chunked prefill"

@@ -83,8 +83,8 @@ Subject = TypeVar("Subject", IterationEvent, RunEnd)
 class SteadyLine(NamedTuple):
     """A line the fast path would take in without its event, as the checks' predicates read it:
     its schedule only admits waiting requests and allocates fresh pages, its step decodes and
-    computes whole prompts, its update finishes requests and frees their tables. A tuple: one is
-    made for every line the fast path reads."""
+    computes prompts or chunks of them, its update finishes requests and frees their tables. A
+    tuple: one is made for every line the fast path reads."""
 
     iteration: int
     admitted: tuple[str, ...]
@@ -104,9 +104,11 @@ class SteadyLine(NamedTuple):
     waiting: int
     """Requests waiting after it, by the ledger: arrived, neither in the batch nor finished."""
     computed: int
-    """Tokens it computes: one per decode, and each whole prompt computed."""
+    """Tokens it computes: one per decode, and each prompt or chunk computed."""
     spent: int
     """Requests that compute in it."""
+    chunks: int
+    """Requests that compute in it without reaching a token: chunks short of their end."""
     scheduled: int
     """Pages held once its schedule is done, before its finished requests give theirs back."""
     head: str | None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 class SteadyRequest:
     """A request a steady line names (it grows, finishes, starts decoding or computes its
-    prompt): its counts at the line's end, lazy steps included."""
+    prompt or a chunk of it): its counts at the line's end, lazy steps included."""
 
-    __slots__ = ("finishes", "generated", "held", "kv", "output", "page_size", "prompt")
+    __slots__ = ("decodes", "finishes", "generated", "held", "kv", "output", "page_size", "prompt")
 
     def __init__(
         self,
@@ -23,6 +23,7 @@ class SteadyRequest:
         held: int,
         page_size: int,
         finishes: bool,
+        decodes: bool,
     ) -> None:
         self.kv = kv
         """Tokens whose KV it holds."""
@@ -36,3 +37,5 @@ class SteadyRequest:
         self.page_size = page_size
         self.finishes = finishes
         """Whether the line finishes it."""
+        self.decodes = decodes
+        """Whether it produces a token in the line: a chunk short of the prompt's end does not."""
