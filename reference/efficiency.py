@@ -70,9 +70,13 @@ class Meter:
         workload: Workload,
         properties: TargetProperties | None = None,
         records: Records | None = None,
+        in_use: Callable[[IterationEvent], int] | None = None,
     ) -> None:
         self.declared = properties or TargetProperties()
         self.limits = workload.limits
+        self.in_use = in_use
+        """The distinct pages an event's batch held, from the owner of ``records``, who has
+        judged the event (its page ledger knows them); ``None``: counted from its tables."""
         self.usable = self.declared.usable_pages(self.limits)
         self.counts = records is None
         """Whether the meter counts each event into its records itself: else their owner has
@@ -109,7 +113,11 @@ class Meter:
         self.unused += unused
         # The head the schedule saw is unknown after an abort from the queue (eventlog.md 4.9).
         if not event.finished_outside_the_batch:
-            self.count_idle(len(event.active), event.waiting, lambda: self.held.count(tables))
+            in_use = self.in_use
+            if in_use is None:
+                self.count_idle(len(event.active), event.waiting, lambda: self.held.count(tables))
+            else:
+                self.count_idle(len(event.active), event.waiting, lambda: in_use(event))
         if self.counts:
             for rid in event.finished:
                 records.finish(rid)
@@ -178,6 +186,6 @@ class DistinctPages:
         holders = self.holders
         for page in table:
             if holders[page] == 1:
-                del holders[page]
+                holders.pop(page)  # dict's own: Counter's __delitem__ is a Python call
             else:
                 holders[page] -= 1

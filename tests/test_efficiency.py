@@ -109,9 +109,12 @@ def test_the_meter_reads_the_monitors_records_as_it_counts_its_own(config: str) 
         stepped = run(workload, EngineScheduler.configured(design), properties=properties)
         events, policy = stepped.events, properties.policy
     monitor = Monitor(workload, policy, properties)
-    shared = Meter(workload, properties, monitor.requests.records)
+    # As a checked log's meter reads them: the records, and the distinct pages from the ledger.
+    ledger = monitor.pages
+    shared = Meter(workload, properties, monitor.requests.records, ledger.held_as_scheduled)
     for event in events:
         assert monitor.observe(event) is None
+        assert ledger.held_as_scheduled(event) == event.pages_in_use
         shared.observe(event)
     alone = measure(workload, events, properties)
     assert shared.figures() == alone

@@ -56,7 +56,9 @@ def check_stream(
         accept(header)
     properties = header.properties
     monitor = Monitor(header.workload, properties.policy, properties, all_findings)
-    meter = Meter(header.workload, properties, monitor.requests.records)
+    meter = Meter(
+        header.workload, properties, monitor.requests.records, monitor.pages.held_as_scheduled
+    )
     steady = (
         SteadyDecode(monitor, meter, reader.lowering)
         if fast and reader.lowering is not None and in_scope(header, monitor)

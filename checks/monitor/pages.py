@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
+from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.workload import Limits, pages_for
@@ -32,6 +33,14 @@ class PageLedger:
         self.tables: dict[str, tuple[int, ...]] = {}
         self.holders: dict[int, set[str]] = {}  # held pages only: a free page has no entry
         self.tally = tally if tally is not None else Tally()
+
+    def held_as_scheduled(self, event: IterationEvent) -> int:
+        """The distinct pages ``event``'s batch held while it ran (its ``pages_in_use``), once
+        the event is judged: those held now, and those its update freed that no one holds now.
+        What the meter reads on a checked run instead of counting the tables again."""
+        holders = self.holders
+        gone = {page for pages in event.freed.values() for page in pages if page not in holders}
+        return len(holders) + len(gone)
 
     @property
     def free(self) -> int:
