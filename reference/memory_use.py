@@ -108,19 +108,29 @@ class Tally:
         self.rounding = self.free = self.batched = self.lengths = 0
 
     def observe(self, batch: Iterable[Held]) -> None:
-        held = 0
+        # Local names and no property calls: this runs over the batch every iteration.
+        held = token = reserved = internal = rounding = batched = lengths = 0
         for h in batch:
-            kv, final = h.kv, h.final
-            assert kv <= min(final, h.requested) and h.requested <= h.slots, h
-            reach = min(h.requested, final)  # a page table may end short of the final token
-            self.token_states += kv
-            self.reserved += reach - kv
-            self.internal += h.requested - reach
-            self.rounding += h.slots - h.requested
+            request = h.request
+            kv = request.prompt_tokens + h.generated
+            final = request.prompt_tokens + request.output_tokens
+            requested = h.requested
+            reach = final if final < requested else requested  # a page table may end short
+            assert kv <= reach and requested <= h.slots, h
+            token += kv
+            reserved += reach - kv
+            internal += requested - reach
+            rounding += h.slots - requested
             held += h.slots
-            self.batched += 1
-            self.lengths += final
+            batched += 1
+            lengths += final
         assert held <= self.pool_slots, (held, self.pool_slots)
+        self.token_states += token
+        self.reserved += reserved
+        self.internal += internal
+        self.rounding += rounding
+        self.batched += batched
+        self.lengths += lengths
         self.free += self.pool_slots - held
         self.iterations += 1
 

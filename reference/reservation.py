@@ -120,20 +120,23 @@ def _paged(workload: Workload) -> MemoryShares:
     time = preemptions = 0
     while not queue.done or batch:
         queue.arrive(time)
-        preempted = 0
-        for h in list(batch):
-            if h not in batch:
-                continue  # preempted by an earlier request of this iteration
+        preempted, index = 0, 0
+        while index < len(batch):  # in admission order; victims leave from the end
+            h = batch[index]
+            if h.request.prompt_tokens + h.generated < h.slots:
+                index += 1  # this iteration's token fits its pages
+                continue
             more = pages_for(h.kv + 1, size) - len(_pages(h))
-            while more > pool.free_count and h in batch:
+            while more > pool.free_count and index < len(batch):
                 victim = batch.pop()
                 pool.free(victim.request.id, _pages(victim))
                 victim.handle, victim.requested, victim.slots = [], 0, 0
                 queue.waiting.appendleft(victim)
                 preempted += 1
-            if h in batch and more > 0:
+            if index < len(batch) and more > 0:  # h itself was not the victim
                 _pages(h).extend(pool.allocate(h.request.id, more))
                 h.requested = h.slots = len(_pages(h)) * size
+            index += 1
         preemptions += preempted
         while not preempted and queue.waiting and len(batch) < limits.batch_limit:
             head = queue.waiting[0]

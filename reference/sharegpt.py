@@ -5,8 +5,8 @@ shape, and kvsched downloads nothing, so the lengths are drawn, not sampled from
 prompt and output independently from a log-logistic distribution of shape 2, a heavy right tail
 (``P(X > x)`` falls as ``x^-2``) like a chat log's, then kept only when they pass the filter
 vLLM's benchmark applies to ShareGPT (both at least 4 tokens, the prompt at most 1,024, the two
-at most 2,048). The scales below put the filtered means at the paper's (a million draws give
-161.4 and 338.0). As in :mod:`.families`, only ``random.Random.random()`` is drawn and it is
+at most 2,048). The scales below put the filtered means at the paper's (a million requests of
+seed 0: 161.1 and 337.8). As in :mod:`.families`, only ``random.Random.random()`` is drawn and it is
 turned into a length with ``sqrt`` and ``floor``, which are exactly rounded, so a seed gives the
 same workload on every machine.
 """

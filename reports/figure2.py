@@ -55,6 +55,8 @@ def figure2_section(workload: Workload, runs: Sequence[MemoryShares], command: s
     """The section: set-up, the table beside the paper's, the breakdown, and the differences."""
     by = {run.reservation: run for run in runs}
     assert set(by) == set(SYSTEMS), sorted(by)
+    if any(run.iterations == 0 for run in runs):
+        raise ValueError("a run in which no request waited measured nothing")
     prompts = fmean(r.prompt_tokens for r in workload.requests)
     outputs = fmean(r.output_tokens for r in workload.requests)
     pool = by["vllm"].pool_slots

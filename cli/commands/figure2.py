@@ -55,6 +55,13 @@ def main(args: argparse.Namespace) -> int:
 
     workload = sharegpt_like(args.requests, args.seed, TOKEN_SLOTS)
     runs = [measure(reservation, workload) for reservation in RESERVATIONS]
+    idle = [run.reservation for run in runs if run.iterations == 0]
+    if idle:
+        raise UsageError(
+            f"--requests {args.requests}: under {idle[0]} no request ever waited, so the pool "
+            f"was never under full demand and there is nothing to measure; give more requests "
+            f"(default {DEFAULT_REQUESTS})"
+        )
     command = shlex.join(["kvsched", "figure2", *_options(args)])
     blocks = figure2_section(workload, runs, command)
     text = to_markdown(blocks)
