@@ -104,7 +104,7 @@ def _breakdown_table(by: dict[Reservation, MemoryShares]) -> Table:
     rows = tuple(
         (
             system,
-            _pp(by[r].rounding / by[r].total),
+            "—" if r == "vllm" else _pp(by[r].rounding / by[r].total),  # pages do not round
             _pp(by[r].free / by[r].total),
             f"{by[r].mean_batch:.2f}",
             f"{PUBLISHED_BATCH[r]:.2f}",
