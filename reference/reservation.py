@@ -54,6 +54,8 @@ def measure(
 ) -> MemoryShares:
     """Run ``workload`` with ``reservation`` and count its pool, slot by slot."""
     for index, request in enumerate(workload.requests):
+        if request.output_tokens < 1:
+            raise ValueError(f"request #{index} ({request.id!r}): no output token to compute")
         if request.prompt_tokens + request.output_tokens > max_len:
             raise ValueError(
                 f"request #{index} ({request.id!r}): {request.prompt_tokens} prompt + "

@@ -121,3 +121,9 @@ def test_a_request_longer_than_the_model_is_refused(reservation: Reservation) ->
     workload = Workload("long", Limits(4, 16, 200), (Request("a", 0, 2000, 100),))
     with pytest.raises(ValueError, match="maximum length 2048"):
         measure(reservation, workload)
+
+
+def test_a_request_without_output_is_refused() -> None:
+    workload = Workload("none", Limits(4, 16, 200), (Request("a", 0, 20, 0),))
+    with pytest.raises(ValueError, match="no output token"):
+        measure("orca-oracle", workload)
