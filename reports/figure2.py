@@ -131,7 +131,8 @@ def _ordering_words(by: dict[Reservation, MemoryShares]) -> str:
     )
     verdict = "holds" if ordering_holds(tuple(by.values())) else "does **not** hold"
     return (
-        f"The paper's ordering of token states (vLLM far above Oracle, then Pow2, then Max) "
+        "The paper's ordering of token states (vLLM far above Oracle, here at least twice it, "
+        f"then Pow2, then Max) "
         f"{verdict} in this run: {shares}."
     )
 
@@ -149,13 +150,14 @@ def _differences(
     page = workload.limits.page_size
     slack = (vllm.reserved + vllm.internal) / vllm.batched if vllm.batched else 0.0
     return (
-        "The paper measured OPT-13B on a GPU, the real ShareGPT trace under Poisson arrivals "
-        "(its Figure 13 runs 2 requests/s), averaged over wall time. This is a simulation: "
-        "lengths drawn from a log-logistic shape with the paper's means (the dataset's shape is "
-        "not known here), every request waiting from the start, each iteration weighing the "
-        "same. A GPU iteration of a larger batch takes longer, which the paper's time average "
-        "weighs and ours does not; a queue that sometimes empties leaves free memory that ours, "
-        "measured only while requests wait, leaves out.",
+        "The paper measured OPT-13B on a GPU serving the real ShareGPT trace under Poisson "
+        "arrivals (its Figure 13 runs 2 requests/s), averaged over its experiment. This is a "
+        "simulation: lengths drawn from a log-logistic shape with the paper's means (the "
+        "dataset's shape is not known here), every request waiting from the start, each "
+        "iteration counted once whatever its batch. A queue that sometimes empties leaves "
+        "memory free, which the paper's average takes in and ours, measured only while "
+        "requests wait, leaves out; on a GPU a larger batch's iteration takes longer, which an "
+        "average over wall time would weigh.",
         f"The paper gives Orca (Oracle) no internal fragmentation, so the buddy allocator's "
         f"rounding of each chunk up to a power of two must sit in its external fragmentation & "
         f"other, and here it does: rounding is {_pp(oracle.rounding / oracle.total)}% of the "
@@ -174,8 +176,9 @@ def _differences(
         f"{_pp(vllm.share('reservation'))}%), internal fragmentation (a last page past the "
         f"request's final token, {_pp(vllm.share('internal fragmentation'))}%) and free pages "
         f"({_pp(vllm.free / vllm.total)}%, the 1% that admission leaves free among them): "
-        f"{slack:.1f} slots per batched request, under one page of {page}. Preemption by "
-        f"recompute ({numbers.count(vllm.preemptions)} times) is what lets paging fill the pool.",
+        f"{slack:.1f} slots per batched request, under one page of {page}. Admission takes "
+        "only a request's prompt pages, so the batch outgrows the pool and preemption by "
+        f"recompute settles it ({numbers.count(vllm.preemptions)} times).",
         f"The largest difference is {largest[1]}'s {largest[2]}, {largest[0]:.1f} points. "
         "Which blocks a buddy allocator splits, and so how its holes fall, depends on the "
         "order requests come and go, which the paper's trace and arrivals set and ours do not "
