@@ -42,6 +42,7 @@ COMMANDS = (
     "import_trace",
     "sweep",
     "init",
+    "figure2",
 )
 
 

@@ -101,6 +101,18 @@ PageAdmission = Literal["lazy", "peak"]
 """``peak``: the lesson's commitment of peak pages at admission (3.2); ``lazy``: pages taken as
 tokens are computed, preempting when they run out."""
 
+Reservation = Literal["orca-max", "orca-pow2", "orca-oracle", "vllm"]
+"""How KV memory is set aside for a request (docs/figure2.md): one contiguous chunk for its
+prompt and output up to the model's maximum length, for its output rounded up to a power of two,
+or for its true output (the vLLM paper's three Orca baselines); or pages as its tokens come
+(vLLM)."""
+RESERVATIONS: tuple[Reservation, ...] = get_args(Reservation)
+
+MemoryUse = Literal["token states", "reservation", "internal fragmentation", "external & other"]
+"""What a slot of KV memory holds at one iteration, the vLLM paper's Figure 2 categories
+(docs/figure2.md defines each): every slot of the pool is in exactly one."""
+MEMORY_USES: tuple[MemoryUse, ...] = get_args(MemoryUse)
+
 
 RequestStatus = Literal["waiting", "active", "finished"]
 """Where the monitor's request ledger has a request that arrived: in the queue (also after a
