@@ -20,6 +20,7 @@ import pytest
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.record.base import RecordOptions
+from kvsched.checks.record.nanovllm_engine import load
 from kvsched.cli import main
 from kvsched.reference.families import FAMILIES, generate
 from kvsched.spec.workload import Workload, load_workload, peak_pages
@@ -77,7 +78,10 @@ FIX = "\n                            self.running.remove(other_seq)\n"
 
 @pytest.fixture(scope="module")
 def fixed(fork: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fork with its victim taken out of ``running`` when preempted, as upstream does."""
+    """The fork with its victim taken out of ``running`` when preempted, as upstream does; a
+    checkout without the fork's line (upstream's own) as it is."""
+    if VICTIM not in (fork / "nanovllm" / "engine" / "scheduler.py").read_text():
+        return fork
     into = tmp_path_factory.mktemp("fixed")
     return patched(fork, into, "scheduler.py", VICTIM, VICTIM.rstrip("\n") + FIX)
 
@@ -115,7 +119,8 @@ def test_example_logs_check_clean_from_the_command_line(
     assert main([*args, "--token-budget", "128"]) == 0
     text = log.read_text()
     assert shows in text and '["decode",' in text
-    assert '"chunking":"none"' in text  # the classic, as this fork is
+    # The classic (as this fork is) declares no chunking, HEAD chunks the first prompt.
+    assert ('"chunking":"first"' in text) == load(fixed).chunked
     assert main(["check", str(log)]) == 0
 
 
