@@ -20,7 +20,7 @@ import pytest
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.record.base import RecordOptions
-from kvsched.checks.record.nanovllm_engine import load
+from kvsched.checks.record.nanovllm_engine import FILES, load
 from kvsched.cli import main
 from kvsched.reference.families import FAMILIES, generate
 from kvsched.spec.workload import Workload, load_workload, peak_pages
@@ -51,6 +51,24 @@ def test_a_package_folder_instead_of_its_checkout_is_named(
     args = ["record", "nanovllm", str(EXAMPLES / "tight-pool.json"), "-o", str(tmp_path / "l")]
     assert main([*args, "--src", str(tmp_path)]) == 2
     assert "pass its parent folder" in capsys.readouterr().err
+
+
+def test_what_nano_vllm_has_no_setting_for_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for _, path in FILES:  # a checkout in name only: each refusal comes before it is loaded
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    out = ["-o", str(tmp_path / "run.jsonl"), "--src", str(tmp_path)]
+    example = str(EXAMPLES / "tight-pool.json")
+    assert main(["record", "nanovllm", example, *out, "--policy", "priority"]) == 2
+    assert "no such setting: --policy priority" in capsys.readouterr().err
+    # vLLM's example caps 4 running requests in a pool of 12: nano-vllm caps a step instead.
+    vllm_example = str(EXAMPLES.parent / "vllm" / "tight-pool.json")
+    assert main(["record", "nanovllm", vllm_example, *out]) == 2
+    assert "spec/eventlog.md 4.12" in capsys.readouterr().err
+    assert main(["record", "vllm", example, *out]) == 2
+    assert "only of it" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")

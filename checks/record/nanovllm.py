@@ -44,7 +44,7 @@ from kvsched.checks.eventlog.version2 import (
 )
 from kvsched.checks.eventlog.writer import LogWriter
 from kvsched.checks.record.base import RecorderError, RecordOptions, output_token, prompt_tokens
-from kvsched.checks.record.nanovllm_engine import build_scheduler, load
+from kvsched.checks.record.nanovllm_engine import build_scheduler, check_checkout, load
 from kvsched.reference.engine import SchedulerFault
 from kvsched.reference.tracebacks import describe_failure
 from kvsched.spec.properties import TargetProperties
@@ -87,13 +87,17 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
     while finished < len(workload.requests) and iteration < bound:
         iteration += 1
         ops: list[Operation] = []
-        while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
-            request = arrivals[next_arrival]
-            params = engine.SamplingParams(max_tokens=request.output_tokens, ignore_eos=True)
-            seq = engine.Sequence(prompt_tokens(request), params)
-            names[seq.seq_id], live[request.id] = request.id, seq
-            scheduler.add(seq)
-            next_arrival += 1
+        try:
+            while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
+                request = arrivals[next_arrival]
+                params = engine.SamplingParams(max_tokens=request.output_tokens, ignore_eos=True)
+                seq = engine.Sequence(prompt_tokens(request), params)
+                names[seq.seq_id], live[request.id] = request.id, seq
+                scheduler.add(seq)
+                next_arrival += 1
+        except Exception as error:
+            writer.fault(SchedulerFault(iteration, "add", describe_failure(error)))
+            return
         if scheduler.is_finished():  # nothing to schedule: nano-vllm's step is never called
             writer.iteration(ops, len(scheduler.block_manager.free_block_ids))
             continue
@@ -104,6 +108,13 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             writer.fault(SchedulerFault(iteration, "schedule", describe_failure(error)))
             return
         in_batch = {names[seq.seq_id] for seq in batch}
+        if len(in_batch) < len(batch):  # a log has no way to run one request twice in a step
+            twice = sorted(
+                rid for rid in in_batch if sum(names[s.seq_id] == rid for s in batch) > 1
+            )
+            message = f"schedule() put {', '.join(twice)} in one batch twice"
+            writer.fault(SchedulerFault(iteration, "schedule", message))
+            return
         queue = [names[seq.seq_id] for seq in scheduler.waiting]
         preempted = [
             rid
@@ -211,18 +222,22 @@ def _engine(workload: Workload, options: RecordOptions) -> SimpleNamespace:
     for wrong, what in refused:
         if wrong:
             raise RecorderError(f"nano-vllm has no such setting: {what}")
+    check_checkout(Path(options.source))
+    _check_fits(workload)
     engine = load(Path(options.source))
     if engine.chunked and not options.chunked_prefill:
         raise RecorderError(
             "this nano-vllm chunks the first prompt of a prefill batch and has no switch to turn "
             "it off: drop --no-chunked-prefill, or record a checkout from before April 2026"
         )
-    _check_fits(workload, options.token_budget, engine.chunked)
+    if not engine.chunked:
+        _check_budget(workload, options.token_budget)
     return engine
 
 
-def _check_fits(workload: Workload, budget: int, chunked: bool) -> None:
-    """Refuse a workload nano-vllm cannot drain: it would wait, or assert, forever."""
+def _check_fits(workload: Workload) -> None:
+    """Refuse a workload nano-vllm cannot drain (it would wait, or assert, forever), or one
+    whose batch limit a log cannot yet say nano-vllm's way."""
     limits = workload.limits
     if limits.batch_limit < limits.pool_pages:
         # Each running sequence holds a block, so at pool_pages the per-step cap cannot bind.
@@ -241,8 +256,13 @@ def _check_fits(workload: Workload, budget: int, chunked: bool) -> None:
                 f"request {request.id!r} needs {pages_for(tokens, limits.page_size)} blocks at "
                 f"its peak, more than the pool's {limits.pool_pages}; raise limits.pool_pages"
             )
-        # The classic prefills a preempted sequence whole: its prompt and output but the last.
-        if not chunked and tokens - 1 > budget:
+
+
+def _check_budget(workload: Workload, budget: int) -> None:
+    """The classic prefills a preempted sequence whole: its prompt and output but the last."""
+    for request in workload.requests:
+        tokens = request.prompt_tokens + request.output_tokens
+        if tokens - 1 > budget:
             raise RecorderError(
                 f"request {request.id!r} may prefill {tokens - 1} tokens at once (its prompt "
                 f"and output after a preemption), more than --token-budget {budget}, and this "
