@@ -144,7 +144,7 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
                 sampled.append(rid)
         ops += [Cache(rid, hit) for rid, hit in hits.items() if hit]
         ops += _step(computed, sampled)
-        tables = {rid: tuple(live[rid].block_table) for rid in in_batch}
+        tables = {names[seq.seq_id]: tuple(seq.block_table) for seq in batch}
         tokens = [output_token(names[seq.seq_id], len(seq)) for seq in batch]
         try:
             if engine.chunked:
