@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, get_args
 
 from kvsched.checks.eventlog.writer import LogWriter
@@ -71,6 +72,8 @@ class RecordOptions:
     early_stops: bool = False
     """End some requests before their output length (:func:`early_end`): a stop token, or an
     abort wherever the request is. The log then declares ``stops_early`` (spec/eventlog.md 4.9)."""
+    source: Path | None = None
+    """The engine's source checkout, for an engine its users have as a clone (nano-vllm)."""
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvsched.checks.eventlog.writer import LogWriter
-from kvsched.checks.record import vllm
+from kvsched.checks.record import nanovllm, vllm
 from kvsched.checks.record.base import Recorder, RecordOptions
 from kvsched.spec.vocabulary import Engine
 from kvsched.spec.workload import Workload
 
 RECORDERS: dict[Engine, Recorder] = {
     "vllm": Recorder("vllm", vllm.properties, vllm.record),
+    "nanovllm": Recorder("nanovllm", nanovllm.properties, nanovllm.record),
 }
 
 

@@ -87,6 +87,12 @@ def register(subparsers: Any) -> None:
         "token, one in five of the rest aborted wherever it is (queued, mid-prefill, decoding); "
         "the log declares stops_early (spec/eventlog.md 4.9)",
     )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        help="nanovllm only: the nano-vllm checkout whose scheduler to drive (a clone of "
+        "GeeeekExplorer/nano-vllm, or an unpacked wheel: the folder that holds nanovllm/)",
+    )
     parser.set_defaults(func=main)
 
 
@@ -103,6 +109,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--prefill-interval must be >= 1, got {args.prefill_interval}")
     if not 0 <= args.watermark < 1:
         raise UsageError(f"--watermark must be from 0 to below 1, got {args.watermark}")
+    if (args.src is None) == (args.engine == "nanovllm"):
+        raise UsageError("--src CHECKOUT names the checkout of record nanovllm, and only of it")
     workload = load_workload(args.workload)
     try:
         with writing(f"--out {args.out}"):
@@ -119,6 +127,7 @@ def main(args: argparse.Namespace) -> int:
                     prefill_interval=args.prefill_interval,
                     watermark=args.watermark,
                     early_stops=args.early_stops,
+                    source=args.src,
                 ),
             )
     except RecorderError as error:
