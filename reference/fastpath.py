@@ -18,8 +18,9 @@ slots repeat with period ``page_size``: at most ``page_size`` iterations of a st
 evaluating, each weighted by how often it recurs. Nothing is kept per iteration; per request, its
 admission iteration, in an array. Strict FCFS admits in arrival order, so the waiting queue is a
 range of the arrival order, two integers however long it grows. :func:`replay_columns` reads the
-requests as columns (:mod:`.columns`) and keeps no Python object a request. ``tests/test_fastpath.py`` checks with Hypothesis that every
-result equals the stepped loop's (:func:`.engine.run` with :func:`.metrics.compute_metrics`).
+requests as columns (:mod:`.columns`) and keeps no Python object a request.
+``tests/test_fastpath.py`` checks with Hypothesis that every result equals the stepped loop's
+(:func:`.engine.run` with :func:`.metrics.compute_metrics`).
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ class _Batch:
 
 
 @dataclass
-class _Tally:
+class Tally:
     busy: int = 0
     peak_pages: int = 0
     peak_wasted: int = 0
@@ -189,7 +190,7 @@ def replay(workload: Workload, policy: str) -> FastRun:
     columns = columns_of(workload)
     admitted, tally = _jump(columns, policy)
     finished = array("q", map(_last_iteration, admitted, columns.output))
-    return FastRun(workload, policy, admitted, finished, _metrics(columns, admitted, tally))
+    return FastRun(workload, policy, admitted, finished, metrics_of(columns, admitted, tally))
 
 
 def replay_columns(columns: Columns, policy: str) -> RunMetrics:
@@ -198,14 +199,14 @@ def replay_columns(columns: Columns, policy: str) -> RunMetrics:
     loaded workload's: those are valid)."""
     policy_scope(policy).require("the event-jumping replay")
     admitted, tally = _jump(columns, policy)
-    return _metrics(columns, admitted, tally)
+    return metrics_of(columns, admitted, tally)
 
 
 def _last_iteration(admitted: int, output: int) -> int:
     return admitted + output - 1  # 3.5
 
 
-def _jump(columns: Columns, policy: str) -> tuple[array[int], _Tally]:
+def _jump(columns: Columns, policy: str) -> tuple[array[int], Tally]:
     limits = columns.limits
     page_size, pool = limits.page_size, limits.pool_pages
     arrivals, prompts, outputs = columns.arrival, columns.prompt, columns.output
@@ -218,7 +219,7 @@ def _jump(columns: Columns, policy: str) -> tuple[array[int], _Tally]:
     ending: list[tuple[int, int]] = []  # heap of (finish iteration, request) for the batch
     committed = 0  # peak pages of the batch (3.2)
     batch = _Batch(page_size)
-    tally = _Tally()
+    tally = Tally()
     continuous = policy == "continuous"
     iteration = 1
     while True:
@@ -259,7 +260,7 @@ def _jump(columns: Columns, policy: str) -> tuple[array[int], _Tally]:
     return admitted, tally
 
 
-def _metrics(columns: Columns, admitted: array[int], tally: _Tally) -> RunMetrics:
+def metrics_of(columns: Columns, admitted: array[int], tally: Tally) -> RunMetrics:
     """Section 7 from the replay, with compute_metrics' arithmetic so floats match bit for bit:
     the same integers in the same order, the percentiles by the same numpy call."""
     import numpy as np  # as metrics.percentile does, only when a replay needs it
