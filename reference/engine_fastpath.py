@@ -15,8 +15,8 @@ iteration costs what changes in it, not the batch.
 The schedule is the engine scheduler's: running requests first (a decode batch, the chunk),
 then FCFS admission while a slot, the budget and the pages allow (10.3); prefill-first batching
 decodes only in an iteration that scheduled no prefill. :mod:`.engine_scope` says what it
-models; on a preemption, a decode batch over the budget or a run past the stepped engine's bound
-it stops with :class:`Fallback`, and :func:`engine_metrics` runs the stepped engine instead.
+models; on a preemption, a decode batch over the budget, a second chunked prefill or a run past
+the stepped engine's bound it stops with :class:`Fallback`, and :func:`engine_metrics` runs the stepped engine instead.
 ``tests/test_engine_fastpath.py`` compares every figure, bit for bit, with the stepped engine.
 """
 
@@ -176,6 +176,10 @@ def engine_replay(workload: Workload, config: EngineConfig) -> RunMetrics:
                 running += 1
                 if count == whole:
                     _sample(decoders, ending, index, count, prompts, outputs)
+                elif chunked >= 0:
+                    # Prefill-first passes over a chunk with one token left, so a second may
+                    # start beside it; which of them the decode batch then reaches is order.
+                    raise Fallback("two chunked prefills at once")
                 else:
                     chunked, chunk_done = index, count
         if not mixed and not computed_any and running:

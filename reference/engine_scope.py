@@ -12,8 +12,9 @@ and no page is shared or taken back:
 
 What it cannot see up front it meets as it goes and then hands the whole run to the stepped
 engine (:func:`.engine_fastpath.engine_metrics`): a preemption (the pool binds on running
-requests), a decode batch larger than the token budget, a run the stepped engine's iteration
-bound would stop. Those depend on the run, not on the configuration alone.
+requests), a decode batch larger than the token budget, a second chunked prefill beside one
+(prefill-first leaves a chunk's last token to a decode batch), a run the stepped engine's
+iteration bound would stop. Those depend on the run, not on the configuration alone.
 """
 
 from __future__ import annotations

@@ -153,3 +153,16 @@ def test_a_decode_batch_over_the_budget_falls_back() -> None:
     with pytest.raises(Fallback, match="budget"):
         engine_replay(workload, config)
     assert engine_metrics(workload, config) == (stepped(workload, config)[0], False)
+
+
+def test_a_second_chunk_beside_one_with_a_token_left_falls_back() -> None:
+    # Prefill-first leaves a's last prompt token to a decode batch, admits b's first chunk in
+    # the meantime, and the decode batch of two under a budget of one reaches a only.
+    requests = (Request("a", 0, 2, 1), Request("b", 0, 2, 1))
+    workload = Workload("two chunks", Limits(2, 2, 2), requests)
+    config = replace(CONFIGS["nano"], token_budget=1, chunking="all")
+    with pytest.raises(Fallback, match="two chunked"):
+        engine_replay(workload, config)
+    expected = stepped(workload, config)[0]
+    assert expected.iterations == 4
+    assert engine_metrics(workload, config) == (expected, False)
