@@ -16,7 +16,8 @@ The schedule is the engine scheduler's: running requests first (a decode batch, 
 then FCFS admission while a slot, the budget and the pages allow (10.3); prefill-first batching
 decodes only in an iteration that scheduled no prefill. :mod:`.engine_scope` says what it
 models; on a preemption, a decode batch over the budget, a second chunked prefill or a run past
-the stepped engine's bound it stops with :class:`Fallback`, and :func:`engine_metrics` runs the stepped engine instead.
+the stepped engine's bound it stops with :class:`Fallback`, and :func:`engine_metrics` runs the
+stepped engine instead.
 ``tests/test_engine_fastpath.py`` compares every figure, bit for bit, with the stepped engine.
 """
 
