@@ -1,4 +1,4 @@
-"""Time and memory of the reference engine loop, of the event-jumping replay and of the command.
+"""Time and memory of the reference engine loop, of the event-jumping replays and of the command.
 
 Information, not a gate: on shared cores these figures move by tens of percent from run to run,
 so ``kvsched bench`` reports them and gates only on the deterministic figures (teaching.py,
@@ -10,6 +10,7 @@ the replay (the base of an old comparison) skips them.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,22 +19,31 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import ClassVar
 
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.spec.workload import Workload, workload_to_json
 
 families: ModuleType | None
 fastpath: ModuleType | None
+engine_fastpath: ModuleType | None
 try:
     from kvsched.reference import families, fastpath
 except ImportError:  # a base commit older than the replay: these benchmarks are skipped there
     families = fastpath = None
+try:
+    from kvsched.reference import engine_fastpath
+except ImportError:  # older than the engine scheduler's batched replay
+    engine_fastpath = None
 
 SEED = 0
 STEPPED_SIZE = 500
 """Requests in the workload both implementations run: about 1.5 s for the stepped loop."""
 SCALE_SIZE = 1_000_000
 COMMAND_SIZE = 10_000
+ENGINE_SIZE = 400
+"""Requests the engine scheduler's stepped loop runs: about 500 iterations of up to 256 running
+requests, seconds for each design."""
 
 
 class EngineLoop:
@@ -118,6 +128,85 @@ class ReplayCommand:
     def time_replay_command(self) -> None:
         command = [sys.executable, "-m", "kvsched", "replay", str(self.folder / "workload.json")]
         subprocess.run([*command, "--timeline", "none"], check=True, stdout=subprocess.DEVNULL)
+
+
+class ScaleCommand:
+    """``kvsched replay family:scale:1000000`` without a timeline, as a shell runs it: the peak
+    resident memory of that process, read from the kernel's accounting of the child (wait4).
+
+    The whole command, generating the requests included; asv's own ``peakmem_`` would measure
+    the benchmark's process, not the command's.
+    """
+
+    params: ClassVar[list[str]] = ["table", "json"]
+    param_names = ("format",)
+    timeout = 600
+    number = 1
+    repeat = 1
+    rounds = 1
+    warmup_time = 0.0
+
+    def setup(self, output: str) -> None:
+        if fastpath is None or not hasattr(fastpath, "replay_columns"):
+            raise NotImplementedError("this kvsched reads a replay's requests as objects")
+
+    def track_peak_bytes(self, output: str) -> int:
+        return _command_peak(["--format", output] if output == "json" else ["--timeline", "none"])
+
+    track_peak_bytes.unit = "bytes"  # type: ignore[attr-defined]
+
+
+class EngineReplay:
+    """The engine scheduler's stepped loop (engine.run + compute_metrics) against its batched
+    replay (reference/engine_fastpath.py), same workload, ``families.SCALE``: a pool that never
+    binds, so every design takes the replay."""
+
+    params: ClassVar[list[str]] = ["vllm-v1", "nano", "nano-classic", "continuous", "static"]
+    param_names = ("config",)
+    timeout = 600
+    number = 1
+    repeat = 1
+    rounds = 1
+    warmup_time = 0.0
+    workload: Workload
+
+    def setup(self, config: str) -> None:
+        if engine_fastpath is None:
+            raise NotImplementedError("this kvsched has no batched replay of the engine scheduler")
+        self.workload = _scale_workload(ENGINE_SIZE)
+
+    def track_speedup(self, config: str) -> float:
+        """Stepped time over replay time, measured in one run: one stepped run, the best of
+        three replays. The replay must have run (not fallen back) and agree."""
+        assert engine_fastpath is not None  # setup has checked
+        from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
+
+        design = CONFIGS[config]
+        factory = EngineScheduler.configured(design)
+        start = time.perf_counter()
+        stepped = compute_metrics(
+            self.workload, run(self.workload, factory, properties=design.properties()).events
+        )
+        stepped_time = time.perf_counter() - start
+        replayed, fast = engine_fastpath.engine_metrics(self.workload, design)
+        assert fast and replayed == stepped, "the batched replay fell back or disagreed"
+        return stepped_time / _best_of(
+            3, lambda: engine_fastpath.engine_replay(self.workload, design)
+        )
+
+    track_speedup.unit = "ratio"  # type: ignore[attr-defined]
+
+
+def _command_peak(options: list[str]) -> int:
+    """Peak resident bytes of ``kvsched replay family:scale:SCALE_SIZE`` with ``options``."""
+    spec = f"family:scale:{SCALE_SIZE}:{SEED}"
+    command = [sys.executable, "-m", "kvsched", "replay", spec, *options]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    return usage.ru_maxrss * 1024  # kilobytes on Linux
 
 
 def _scale_workload(size: int) -> Workload:

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from kvsched.spec.workload import (
     Limits,
@@ -38,8 +41,12 @@ from kvsched.spec.workload import (
     Workload,
     WorkloadError,
     load_workload,
-    peak_pages,
+    pages_for,
 )
+
+from .columns import Columns, NumberedIds, columns_of
+
+_Made = TypeVar("_Made", Workload, Columns)
 
 ARRIVALS = ("poisson", "bursty")
 LENGTHS = ("short", "long", "heavy")
@@ -132,6 +139,18 @@ def workload_from_spec(spec: str | Path) -> Workload:
     text = str(spec)
     if not text.startswith("family:"):
         return load_workload(spec)
+    return _from_family(text, generate)
+
+
+def columns_from_spec(spec: str | Path) -> Columns:
+    """What :func:`workload_from_spec` reads, as columns: a family's without a Request each."""
+    text = str(spec)
+    if not text.startswith("family:"):
+        return columns_of(load_workload(spec))
+    return _from_family(text, generate_columns)
+
+
+def _from_family(text: str, make: Callable[[str, int, int], _Made]) -> _Made:
     parts = text.split(":")[1:]
     if len(parts) not in (2, 3):
         raise WorkloadError(f"{text}: write family:NAME:SIZE or family:NAME:SIZE:SEED")
@@ -141,13 +160,32 @@ def workload_from_spec(spec: str | Path) -> Workload:
         raise WorkloadError(f"{text}: '{bad[0]}' is not a non-negative integer (SIZE and SEED are)")
     size, seed = int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else 0
     try:
-        return generate(name, size, seed)
+        return make(name, size, seed)
     except ValueError as error:
         raise WorkloadError(f"{text}: {error}") from None
 
 
 def generate(family: Family | str, size: int, seed: int) -> Workload:
     """``size`` requests of ``family`` drawn from ``seed``, with limits that fit them."""
+    family = family_named(family) if isinstance(family, str) else family
+    drawn = generate_columns(family, size, seed)
+    requests = tuple(
+        Request(*fields)
+        for fields in zip(drawn.ids, drawn.arrival, drawn.prompt, drawn.output, strict=True)
+    )
+    if family.prefix_groups:
+        requests = _with_prefixes(random.Random(f"{family.name}/{seed}/prefixes"), family, requests)
+    return Workload(
+        name=drawn.name,
+        limits=drawn.limits,
+        requests=requests,
+        description=f"kvsched.reference.families.generate({family.name!r}, {size}, {seed})",
+    )
+
+
+def generate_columns(family: Family | str, size: int, seed: int) -> Columns:
+    """The requests :func:`generate` draws, as columns, without a Request object each (its
+    prefix groups left out: the reference policies do not read them)."""
     family = family_named(family) if isinstance(family, str) else family
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive int, got {size!r}")
@@ -168,23 +206,19 @@ def generate(family: Family | str, size: int, seed: int) -> Workload:
         arrivals = _poisson_arrivals(arrival_rng, rate, size)
     else:
         arrivals = _bursty_arrivals(arrival_rng, rate, size)
-    requests = tuple(
-        Request(f"r{index}", arrival, *_lengths(length_rng, family.lengths))
-        for index, arrival in enumerate(arrivals)
-    )
-    if family.prefix_groups:
-        requests = _with_prefixes(random.Random(f"{family.name}/{seed}/prefixes"), family, requests)
+    prompts, outputs = array("q"), array("q")
+    for _ in range(size):
+        prompt, output = _lengths(length_rng, family.lengths)
+        prompts.append(prompt)
+        outputs.append(output)
+    peaks = [pages_for(p + o, family.page_size) for p, o in zip(prompts, outputs, strict=True)]
     limits = Limits(
         batch_limit=family.batch_limit,
         page_size=family.page_size,
-        pool_pages=_pool_pages(family, requests),
+        pool_pages=_pool_pages(family, peaks),
     )
-    return Workload(
-        name=f"{family.name}-n{size}-s{seed}",
-        limits=limits,
-        requests=requests,
-        description=f"kvsched.reference.families.generate({family.name!r}, {size}, {seed})",
-    )
+    name = f"{family.name}-n{size}-s{seed}"
+    return Columns(name, limits, NumberedIds(size), arrivals, prompts, outputs, "linear")
 
 
 def _with_prefixes(
@@ -229,10 +263,10 @@ def _poisson_count(rng: random.Random, threshold: float) -> int:
     return count
 
 
-def _poisson_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
+def _poisson_arrivals(rng: random.Random, rate: float, size: int) -> array[int]:
     """Arrival times of ``size`` requests from a Poisson process of ``rate`` per iteration."""
     threshold = math.exp(-rate)
-    arrivals: list[int] = []
+    arrivals = array("q")
     time = 0
     while len(arrivals) < size:
         arrivals.extend([time] * _poisson_count(rng, threshold))
@@ -240,11 +274,11 @@ def _poisson_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
     return arrivals[:size]
 
 
-def _bursty_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
+def _bursty_arrivals(rng: random.Random, rate: float, size: int) -> array[int]:
     """Bursts at ``rate / MEAN_BURST`` per iteration, each of geometric size (mean MEAN_BURST)."""
     threshold = math.exp(-rate / MEAN_BURST)
     carry_on = 1 - 1 / MEAN_BURST
-    arrivals: list[int] = []
+    arrivals = array("q")
     time = 0
     while len(arrivals) < size:
         for _ in range(_poisson_count(rng, threshold)):
@@ -256,9 +290,8 @@ def _bursty_arrivals(rng: random.Random, rate: float, size: int) -> list[int]:
     return arrivals[:size]
 
 
-def _pool_pages(family: Family, requests: tuple[Request, ...]) -> int:
+def _pool_pages(family: Family, peaks: list[int]) -> int:
     """Roomy: a full batch of the largest requests fits. Tight: half a batch of average ones."""
-    peaks = [peak_pages(r, family.page_size) for r in requests]
     largest = max(peaks)
     if family.pool == "roomy":
         return family.batch_limit * largest

@@ -15,26 +15,36 @@ Between two admission or completion events the batch is fixed: a *stretch*. In a
 member gains one token per iteration, so every ``page_size`` iterations each gains exactly one
 page. Hence pages in use only grow within a stretch (its peak is its last iteration's), and wasted
 slots repeat with period ``page_size``: at most ``page_size`` iterations of a stretch need
-evaluating, each weighted by how often it recurs. Nothing is kept per iteration; per request, the
-admission and finish iterations. ``tests/test_fastpath.py`` checks with Hypothesis that every
-result equals the stepped loop's (:func:`.engine.run` with :func:`.metrics.compute_metrics`).
+evaluating, each weighted by how often it recurs. Nothing is kept per iteration; per request, its
+admission iteration, in an array. Strict FCFS admits in arrival order, so the waiting queue is a
+range of the arrival order, two integers however long it grows. :func:`replay_columns` reads the
+requests as columns (:mod:`.columns`) and keeps no Python object a request.
+``tests/test_fastpath.py`` checks with Hypothesis that every result equals the stepped loop's
+(:func:`.engine.run` with :func:`.metrics.compute_metrics`).
 """
 
 from __future__ import annotations
 
 import heapq
 from array import array
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvsched.spec.workload import Workload, WorkloadError, arrival_indices, pages_for
+from kvsched.spec.workload import Workload, WorkloadError, pages_for
 
+from .columns import Columns, Waits, columns_of
 from .engine import Run
 from .metrics import RunMetrics, admission_iterations, percentile
 from .scope import REFERENCE_POLICIES, invalid_workload, policy_scope, replay_scope
 
-__all__ = ["REFERENCE_POLICIES", "FastRun", "RequestResult", "replay", "replay_scope"]
+__all__ = [
+    "REFERENCE_POLICIES",
+    "FastRun",
+    "RequestResult",
+    "replay",
+    "replay_columns",
+    "replay_scope",
+]
 
 
 @dataclass(frozen=True)
@@ -139,11 +149,13 @@ class _Batch:
 
 
 @dataclass
-class _Tally:
+class Tally:
     busy: int = 0
     peak_pages: int = 0
     peak_wasted: int = 0
     total_wasted: int = 0
+    last: int = 0
+    """The last busy iteration (7.1): the stretches come in order."""
 
     def stretch(self, batch: _Batch, first: int, last: int) -> None:
         """Account iterations ``first..last``, all with ``batch`` as it is at ``first``."""
@@ -160,6 +172,7 @@ class _Tally:
                 pages_at_last = batch.pages + batch.size * ((last - iteration) // period)
         batch.pages = pages_at_last
         self.busy += last - first + 1
+        self.last = last
         self.peak_pages = max(self.peak_pages, pages_at_last)  # pages only grow in a stretch
 
 
@@ -174,81 +187,103 @@ def replay(workload: Workload, policy: str) -> FastRun:
     if problem:  # invalid input, as the loader would say (section 1), not a question of scope
         raise WorkloadError(problem)
     policy_scope(policy).require("the event-jumping replay")
-    limits = workload.limits
-    requests = workload.requests
-    prompts = [r.prompt_tokens for r in requests]
-    outputs = [r.output_tokens for r in requests]
-    peaks = [pages_for(p + o, limits.page_size) for p, o in zip(prompts, outputs, strict=True)]
-    incoming = deque(arrival_indices(requests))
-    admitted = array("q", bytes(8 * len(requests)))
-    finished = array("q", bytes(8 * len(requests)))
+    columns = columns_of(workload)
+    admitted, tally = _jump(columns, policy)
+    finished = array("q", map(_last_iteration, admitted, columns.output))
+    return FastRun(workload, policy, admitted, finished, metrics_of(columns, admitted, tally))
 
-    waiting: deque[int] = deque()
+
+def replay_columns(columns: Columns, policy: str) -> RunMetrics:
+    """:func:`replay`'s metrics from columns, in memory that grows by 16 bytes a request
+    beside the columns, and no Python object a request (a generated family's columns, or a
+    loaded workload's: those are valid)."""
+    policy_scope(policy).require("the event-jumping replay")
+    admitted, tally = _jump(columns, policy)
+    return metrics_of(columns, admitted, tally)
+
+
+def _last_iteration(admitted: int, output: int) -> int:
+    return admitted + output - 1  # 3.5
+
+
+def _jump(columns: Columns, policy: str) -> tuple[array[int], Tally]:
+    limits = columns.limits
+    page_size, pool = limits.page_size, limits.pool_pages
+    arrivals, prompts, outputs = columns.arrival, columns.prompt, columns.output
+    order = columns.arrival_order()
+    size = len(columns)
+    admitted = array("q", bytes(8 * size))
+    # Strict FCFS (BATCH-4) admits in arrival order, so the queue is the positions of ``order``
+    # from ``head`` to ``arrived``: two integers, however long it grows.
+    head = arrived = 0
     ending: list[tuple[int, int]] = []  # heap of (finish iteration, request) for the batch
     committed = 0  # peak pages of the batch (3.2)
-    batch = _Batch(limits.page_size)
-    tally = _Tally()
+    batch = _Batch(page_size)
+    tally = Tally()
     continuous = policy == "continuous"
     iteration = 1
     while True:
         # 3.5, at the end of the previous iteration: the finished leave and free their pages.
         while ending and ending[0][0] < iteration:
             _, index = heapq.heappop(ending)
-            batch.leave(prompts[index], peaks[index], admitted[index])
-            committed -= peaks[index]
+            peak = pages_for(prompts[index] + outputs[index], page_size)
+            batch.leave(prompts[index], peak, admitted[index])
+            committed -= peak
         batch.advance(iteration)  # 3.3 for those who stay
         # 3.1 Arrival.
-        while incoming and requests[incoming[0]].arrival < iteration:
-            waiting.append(incoming.popleft())
-        # 3.2 Admission, when the policy opens it (5.1, 5.2); strict FCFS (BATCH-4).
+        while arrived < size and arrivals[order[arrived]] < iteration:
+            arrived += 1
+        # 3.2 Admission, when the policy opens it (5.1, 5.2).
         if continuous or batch.size == 0:
-            while (
-                waiting
-                and batch.size < limits.batch_limit
-                and committed + peaks[waiting[0]] <= limits.pool_pages
-            ):
-                index = waiting.popleft()
+            while head < arrived and batch.size < limits.batch_limit:
+                index = order[head]
+                peak = pages_for(prompts[index] + outputs[index], page_size)
+                if committed + peak > pool:
+                    break
+                head += 1
                 admitted[index] = iteration
-                finished[index] = iteration + outputs[index] - 1  # 3.5
-                heapq.heappush(ending, (finished[index], index))
-                committed += peaks[index]
+                heapq.heappush(ending, (iteration + outputs[index] - 1, index))  # 3.5
+                committed += peak
                 batch.join(prompts[index], iteration)
         if batch.size == 0:  # idle until the next arrival (a valid head always fits: section 1)
-            if not incoming:
+            if arrived == size:
                 break
-            iteration = requests[incoming[0]].arrival + 1
+            iteration = arrivals[order[arrived]] + 1
             continue
         # The batch is fixed until its first member finishes, or until the next arrival if that
         # arrival could be admitted at once.
         last = ending[0][0]
-        if continuous and not waiting and incoming:
-            last = min(last, requests[incoming[0]].arrival)
+        if continuous and head == arrived < size:
+            last = min(last, arrivals[order[arrived]])
         tally.stretch(batch, iteration, last)
         iteration = last + 1
-    return FastRun(
-        workload, policy, admitted, finished, _metrics(workload, admitted, finished, tally)
-    )
+    return admitted, tally
 
 
-def _metrics(
-    workload: Workload, admitted: Sequence[int], finished: Sequence[int], tally: _Tally
-) -> RunMetrics:
-    """Section 7 from the replay, with compute_metrics' arithmetic so floats match bit for bit."""
-    waits = {r.id: admitted[i] - 1 - r.arrival for i, r in enumerate(workload.requests)}
-    wait_values = list(waits.values())
-    tokens = sum(r.output_tokens for r in workload.requests)
+def metrics_of(columns: Columns, admitted: array[int], tally: Tally) -> RunMetrics:
+    """Section 7 from the replay, with compute_metrics' arithmetic so floats match bit for bit:
+    the same integers in the same order, the percentiles by the same numpy call."""
+    import numpy as np  # as metrics.percentile does, only when a replay needs it
+
+    waits = array("q", bytes(8 * len(admitted)))  # 8 bytes a request, written in place
+    into = np.frombuffer(waits, np.int64)
+    np.subtract(np.frombuffer(admitted, np.int64), np.frombuffer(columns.arrival, np.int64), into)
+    into -= 1
+    del into  # an array still exported would forbid resizing ``waits``: none is left
+    tokens = sum(columns.output)
     busy = tally.busy
+    method = columns.percentile_method
     return RunMetrics(
-        iterations=max(finished),  # the last busy iteration (7.1)
+        iterations=tally.last,
         busy_iterations=busy,
         tokens=tokens,
-        utilization=tokens / (workload.limits.batch_limit * busy),
-        waits=waits,
-        p50_wait=percentile(wait_values, 50, workload.percentile_method),
-        p95_wait=percentile(wait_values, 95, workload.percentile_method),
-        percentile_method=workload.percentile_method,
-        max_wait=max(wait_values),
-        mean_wait=sum(wait_values) / len(wait_values),
+        utilization=tokens / (columns.limits.batch_limit * busy),
+        waits=Waits(columns.ids, waits),
+        p50_wait=percentile(waits, 50, method),
+        p95_wait=percentile(waits, 95, method),
+        percentile_method=method,
+        max_wait=max(waits),
+        mean_wait=sum(waits) / len(waits),
         peak_pages=tally.peak_pages,
         peak_wasted_slots=tally.peak_wasted,
         mean_wasted_slots=tally.total_wasted / busy,

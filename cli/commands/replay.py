@@ -6,29 +6,32 @@ iterations in which nothing but decoding happened are folded into one line.
 
 Only the timeline needs every iteration's event. Without it the metrics come from the
 event-jumping replay wherever its scope says it is exact (the same figures, bit for bit, in a
-fraction of the time); ``--engine stepped`` steps every iteration anyway.
+fraction of the time); ``--engine stepped`` steps every iteration anyway. The fast path reads
+the requests as columns (a family generates them so) and writes the JSON as it goes, so its
+memory grows by about 50 bytes a request (docs/measurements.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tabulate import tabulate
 
+from kvsched.commands.figures import write_json
 from kvsched.commands.output import emit
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
-from kvsched.reference.families import workload_from_spec
-from kvsched.reference.fastpath import replay, replay_scope
+from kvsched.reference.families import columns_from_spec, workload_from_spec
+from kvsched.reference.fastpath import replay, replay_columns, replay_scope
 from kvsched.reference.metrics import RunMetrics
+from kvsched.reference.scope import policy_scope
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.text import id_list, page_list, plural
 from kvsched.spec.vocabulary import PERCENTILE_METHODS
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Limits
 
 
 def register(subparsers: Any) -> None:
@@ -71,32 +74,51 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    workload = workload_from_spec(args.workload)
-    if args.percentile:
-        workload = replace(workload, percentile_method=args.percentile)
     timeline = args.format == "table" and args.timeline != "none"
-    runs: dict[str, Run] = {}
+    fast = not timeline and args.engine == "auto"
     metrics: dict[str, RunMetrics] = {}
-    for policy, scheduler in POLICIES.items():
-        if not timeline and args.engine == "auto" and replay_scope(workload, policy).covered:
-            metrics[policy] = replay(workload, policy).metrics
-            continue
-        runs[policy] = run(workload, scheduler, policy)
-        metrics[policy] = compute_metrics(workload, runs[policy].events)
+    runs: dict[str, Run] = {}
+    if fast and all(policy_scope(policy).covered for policy in POLICIES):
+        # Columns, never a Request object each: memory follows the requests' numbers only.
+        columns = columns_from_spec(args.workload)
+        if args.percentile:
+            columns = replace(columns, percentile_method=args.percentile)
+        shape = Shape(columns.name, len(columns), columns.limits)
+        metrics = {policy: replay_columns(columns, policy) for policy in POLICIES}
+    else:
+        workload = workload_from_spec(args.workload)
+        if args.percentile:
+            workload = replace(workload, percentile_method=args.percentile)
+        shape = Shape(workload.name, len(workload.requests), workload.limits)
+        for policy, scheduler in POLICIES.items():
+            if fast and replay_scope(workload, policy).covered:
+                metrics[policy] = replay(workload, policy).metrics
+                continue
+            runs[policy] = run(workload, scheduler, policy)
+            metrics[policy] = compute_metrics(workload, runs[policy].events)
     if args.format == "json":
-        emit(json.dumps({p: m.as_dict() for p, m in metrics.items()}, indent=2))
+        write_json(metrics)
         return 0
-    shown = [render_table(workload, metrics)]
+    shown = [render_table(shape, metrics)]
     if timeline:
         shown += [render_timeline(r, fold=args.timeline == "changes") for r in runs.values()]
     emit("\n\n".join(shown))
     return 0
 
 
-def render_table(workload: Workload, metrics: dict[str, RunMetrics]) -> str:
-    limits = workload.limits
+@dataclass(frozen=True)
+class Shape:
+    """What the table's heading says of the workload."""
+
+    name: str
+    requests: int
+    limits: Limits
+
+
+def render_table(shape: Shape, metrics: dict[str, RunMetrics]) -> str:
+    limits = shape.limits
     header = (
-        f"{workload.name}: {len(workload.requests)} requests, batch limit {limits.batch_limit}, "
+        f"{shape.name}: {shape.requests} requests, batch limit {limits.batch_limit}, "
         f"pages of {plural(limits.page_size, 'token')}, "
         f"pool of {plural(limits.pool_pages, 'page')}"
     )
