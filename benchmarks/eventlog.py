@@ -9,8 +9,8 @@ also measures the neighbours. Information, not a gate.
 
 :class:`EngineLogCheck`: a log of 2 x 10^4 iterations of the reference engine scheduler as vLLM v1
 is designed, 64 slots, prefix caching and preemption (:func:`benchmarks.logs.write_engine_log`).
-The fast path declines such a log (prefix sharing and a token budget are outside its scope), so
-these are the full path's figures, as for every log ``kvsched record vllm`` writes.
+The fast path takes its decode lines, prefix-hit admissions and chunks, and declines its
+preemptions to the full path, as on the logs ``kvsched record vllm`` writes.
 
 :class:`LongLogCheck`: a log of 10^6 iterations whose requests are declared as they come.
 """
@@ -100,7 +100,7 @@ class EventLogCheck:
 
 
 class EngineLogCheck:
-    """``kvsched check engine.jsonl``'s work on a log the full path judges line by line."""
+    """``kvsched check engine.jsonl``'s work on an engine's log: prefix hits, chunks, preemption."""
 
     timeout = 1800
     timer = time.process_time

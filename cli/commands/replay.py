@@ -8,7 +8,9 @@ Only the timeline needs every iteration's event. Without it the metrics come fro
 event-jumping replay wherever its scope says it is exact (the same figures, bit for bit, in a
 fraction of the time); ``--engine stepped`` steps every iteration anyway. The fast path reads
 the requests as columns (a family generates them so) and writes the JSON as it goes, so its
-memory grows by about 50 bytes a request (docs/measurements.md).
+memory grows by about 50 bytes a request (docs/measurements.md). ``--design NAME`` adds a column
+for the engine scheduler as designed NAME, from its batched replay wherever that is exact
+(reference/engine_fastpath.py), else from its stepped loop.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from kvsched.commands.figures import write_json
 from kvsched.commands.output import emit
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
+from kvsched.reference.engine_fastpath import engine_metrics
+from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.reference.families import columns_from_spec, workload_from_spec
 from kvsched.reference.fastpath import replay, replay_columns, replay_scope
 from kvsched.reference.metrics import RunMetrics
@@ -70,6 +74,16 @@ def register(subparsers: Any) -> None:
         help="auto: the event-jumping replay wherever it is exact, the stepped engine for the "
         "timeline (default); stepped: step every iteration (same figures, slower)",
     )
+    parser.add_argument(
+        "--design",
+        action="append",
+        choices=sorted(CONFIGS),
+        default=[],
+        metavar="NAME",
+        help="also replay the engine scheduler as designed NAME (one of "
+        f"{', '.join(sorted(CONFIGS))}; repeatable), a column of the table beside the "
+        "lesson's policies; the timeline shows the lesson's policies only",
+    )
     parser.set_defaults(func=main)
 
 
@@ -78,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     fast = not timeline and args.engine == "auto"
     metrics: dict[str, RunMetrics] = {}
     runs: dict[str, Run] = {}
-    if fast and all(policy_scope(policy).covered for policy in POLICIES):
+    if fast and not args.design and all(policy_scope(policy).covered for policy in POLICIES):
         # Columns, never a Request object each: memory follows the requests' numbers only.
         columns = columns_from_spec(args.workload)
         if args.percentile:
@@ -96,6 +110,14 @@ def main(args: argparse.Namespace) -> int:
                 continue
             runs[policy] = run(workload, scheduler, policy)
             metrics[policy] = compute_metrics(workload, runs[policy].events)
+        for name in args.design:
+            config = CONFIGS[name]
+            if fast:
+                metrics[name] = engine_metrics(workload, config)[0]
+            else:
+                factory = EngineScheduler.configured(config)
+                stepped = run(workload, factory, properties=config.properties())
+                metrics[name] = compute_metrics(workload, stepped.events)
     if args.format == "json":
         write_json(metrics)
         return 0
