@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .properties import TargetProperties
-from .text import plural
 from .vocabulary import LAYERS, Layer
 
 __all__ = [
@@ -27,7 +25,6 @@ __all__ = [
     "Figure",
     "Invariant",
     "Layer",
-    "applicable",
     "layer_of",
 ]
 
@@ -184,6 +181,16 @@ CATALOGUE: tuple[Invariant, ...] = (
         layer="conformance",
     ),
     Invariant(
+        "BATCH-6",
+        "No request of the batch is skipped while the token budget has room, where the target "
+        "declares that it serves the batch first",
+        "A running request left out of a step with budget to spare stalls for no reason: vLLM's "
+        "priority victim removed behind its loop cursor skipped the request after it.",
+        ("declared",),
+        "reference/engine_scheduler/scheduler.py _run; monitor (checks/monitor/batch.py)",
+        layer="conformance",
+    ),
+    Invariant(
         "LIVE-1",
         "The run drains by the iteration bound: last arrival plus total output tokens",
         "Even one request at a time finishes by then; a request still waiting is starved.",
@@ -253,45 +260,3 @@ def layer_of(invariant_id: str) -> Layer:
     """The layer of a catalogue id, or ``efficiency`` for a figure's id."""
     invariant = BY_ID.get(invariant_id)
     return invariant.layer if invariant is not None else "efficiency"
-
-
-def applicable(policy: str, properties: TargetProperties | None = None) -> tuple[Invariant, ...]:
-    """The invariants that constrain a scheduler declaring ``policy`` and ``properties``.
-
-    Conformance rules apply where declared: BATCH-4 under the declared admission order (the
-    policy's fcfs for static and continuous unless another is declared, none otherwise), BATCH-5
-    where a chunking mode is declared. The rules a declaration takes out (:func:`declared_out`)
-    do not apply.
-    """
-    ids = {i.id for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to}
-    if properties is not None:
-        order = properties.order
-        if order is None:
-            order = "fcfs" if policy in ("static", "continuous") else "none"
-        ids.discard("BATCH-4")
-        if order != "none":
-            ids.add("BATCH-4")
-        if properties.chunking is not None:
-            ids.add("BATCH-5")
-        ids.difference_update(declared_out(properties))
-    return tuple(i for i in CATALOGUE if i.id in ids)
-
-
-def declared_out(properties: TargetProperties) -> dict[str, str]:
-    """The invariants ``properties`` take out, each with why, as a verdict says it.
-
-    LIVE-3 (thrash), where a prefill chunk below the token budget is declared (vLLM's
-    long_prefill_token_threshold): a request recomputing below the most KV it held may then stop
-    short of it with budget left for others. LIVE-3's soundness (spec/proofs.md 8.3) rests on
-    such a request being the last of the batch; with the cap the engine admits behind it, so
-    iterations without progress between two preemptions can be recompute on its way to the
-    mark, not a cycle (vLLM 0.33 does this on a run that drains). LIVE-1's bound still ends a
-    run that cycles forever."""
-    chunk, budget = properties.prefill_chunk, properties.token_budget
-    if chunk is None or (budget is not None and chunk >= budget):
-        return {}
-    return {
-        "LIVE-3": f"the declared prefill chunk ({plural(chunk, 'token')}) is below the token "
-        "budget: the engine may admit behind a request still recomputing, so no progress "
-        "between two preemptions is not a cycle; LIVE-1 still bounds the run"
-    }

@@ -86,6 +86,10 @@ class TargetProperties:
     (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
     restart: Restart = "recompute"
     """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
+    serves_running: bool = False
+    """Every request of the batch is scheduled, in order, before any admission, as far as the
+    token budget reaches (vLLM v1's running loop): one that computes nothing while the budget has
+    room was skipped (BATCH-6)."""
     stops_early: bool = False
     """A request may finish before its output length (eventlog.md 4.9), which is then its most:
     what real engines do on an end-of-sequence token, a stop string or an abort (from the batch
@@ -99,13 +103,8 @@ class TargetProperties:
             raise PropertiesError(
                 f"field 'admission' must be one of {known}, got {self.admission!r}"
             )
-        for name in (
-            "chunked_prefill",
-            "preemption",
-            "prefix_sharing",
-            "reserve_ahead",
-            "stops_early",
-        ):
+        flags = ("chunked_prefill", "preemption", "prefix_sharing", "reserve_ahead")
+        for name in (*flags, "estimate_admission", "serves_running", "stops_early"):
             if not isinstance(getattr(self, name), bool):
                 raise PropertiesError(
                     f"field '{name}' must be a boolean, got {getattr(self, name)!r}"
@@ -121,10 +120,6 @@ class TargetProperties:
                 raise PropertiesError(
                     f"field '{field_name}' must be one of {', '.join(options)}, got {value!r}"
                 )
-        if not isinstance(self.estimate_admission, bool):
-            raise PropertiesError(
-                f"field 'estimate_admission' must be a boolean, got {self.estimate_admission!r}"
-            )
         if self.chunking in ("all", "first") and not self.chunked_prefill:
             raise PropertiesError(
                 f"field 'chunking' is {self.chunking!r} but 'chunked_prefill' is false: declare "
@@ -252,6 +247,7 @@ _OMITTED_AT_DEFAULT = (
     "chunking",
     "budget",
     "estimate_admission",
+    "serves_running",
     "restart",
     "prefill_chunk",
     "stops_early",

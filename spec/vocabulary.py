@@ -207,6 +207,7 @@ Declaration = Literal[
     "budget",
     "estimate_admission",
     "restart",
+    "serves_running",
     "stops_early",
 ]
 """The fields of :class:`~kvsched.spec.properties.TargetProperties`, each a declaration a target

@@ -14,8 +14,9 @@ from kvsched.checks.monitor.registry import END_CHECKS, Check, iteration_plan, r
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.checks.mutants.zoo import ZOO
 from kvsched.reference import ContinuousScheduler, run
+from kvsched.spec.applicability import applicable
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.invariants import BY_ID, CATALOGUE, applicable
+from kvsched.spec.invariants import BY_ID, CATALOGUE
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.vocabulary import STEPS
 

@@ -16,7 +16,7 @@ import pytest
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.record.base import RecordOptions
-from kvsched.spec.invariants import applicable
+from kvsched.spec.applicability import applicable
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import load_workload
 

@@ -2,8 +2,9 @@
 
 REQ-2 holds the batch an event reports to the requests admitted and not yet gone; BATCH-1 bounds the
 batch by its slots and, when declared, the tokens it computes per iteration; PAGE-5 bounds what peak
-admission commits; BATCH-3 flags a free slot while the head of the queue fits. Each rule reads the
-ledgers' counters, so it costs the same whatever the pool or queue size.
+admission commits; BATCH-3 flags a free slot while the head of the queue fits; BATCH-6 a request of
+the batch left out while the budget had room. Each rule reads the ledgers' counters, so it costs
+the same whatever the pool or queue size.
 """
 
 from __future__ import annotations
@@ -99,6 +100,34 @@ class BatchRules:
                 requests=tuple(computed),
             )
         return None
+
+    def check_served(
+        self, n: int, event: IterationEvent, computed: Mapping[str, int]
+    ) -> Finding | None:
+        """BATCH-6 (declared ``serves_running``): every request that was in the batch before
+        iteration ``n`` and is still in it computes, unless those before it spent the budget."""
+        if "BATCH-6" not in self.applicable:
+            return None
+        admitted, finished = set(event.admitted), set(event.finished)
+        ran = [rid for rid in event.active if rid not in admitted]
+        skipped = [rid for rid in ran if not computed.get(rid) and rid not in finished]
+        if not skipped:
+            return None
+        budget = self.properties.token_budget
+        spent = sum(computed.get(rid, 0) for rid in ran)
+        if budget is not None and spent >= budget:
+            return None
+        room = (
+            "no token budget bounds the iteration"
+            if budget is None
+            else f"the batch left {budget - spent} of the {budget}-token budget"
+        )
+        message = (
+            f"{request_list(skipped)} of the batch computed nothing in iteration {n}, while "
+            f"{room}; the target declares that it serves the batch first (serves_running), each "
+            "request as far as the budget reaches, so one left out was skipped"
+        )
+        return Finding("BATCH-6", n, message, requests=tuple(skipped))
 
     def slot_free(self) -> bool:
         """Whether the batch has a slot free: BATCH-3 has nothing to judge otherwise."""

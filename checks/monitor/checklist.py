@@ -201,6 +201,13 @@ def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | 
     return finding
 
 
+# A steady line's batch is the requests that decode and those that compute (steady.py): none
+# is left out, so BATCH-6 has nothing to judge there.
+@per_iteration("decode", "BATCH-6", steady=Steady())
+def the_batch_is_served_first(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    return monitor.batch.check_served(event.iteration, event, monitor.computed)
+
+
 # No steady line preempts; the progress it makes is counted with its tokens.
 @per_iteration(
     "decode", "LIVE-3", steady=Steady(counted="the progress count (record.py, steady_progress)")

@@ -53,7 +53,7 @@ class LivenessRules:
         for rid in event.preempted:
             if not self.requests.records.preempted_again(rid):
                 continue
-            if not self.thrash:  # taken out by a declaration (invariants.declared_out)
+            if not self.thrash:  # taken out by a declaration (applicability.declared_out)
                 self.requests.tally.thrash += 1
                 continue
             message = (

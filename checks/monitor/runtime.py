@@ -2,7 +2,7 @@
 
 :class:`Monitor` reads one :class:`~kvsched.spec.events.IterationEvent` at a time, in order, and
 stops at the first violation with a :class:`~.findings.Finding`. It applies the
-invariants of the declared policy (:func:`kvsched.spec.invariants.applicable`) and reads the
+invariants of the declared policy (:func:`kvsched.spec.applicability.applicable`) and reads the
 target's :class:`~kvsched.spec.properties.TargetProperties`, so a real engine's chunked prefill,
 preemption, prefix sharing or reserve-ahead allocator is judged by what it declares
 (spec/eventlog.md, section 4) instead of raising false alarms.
@@ -36,8 +36,8 @@ from kvsched.checks.monitor.registry import END_CHECKS, Check, RunEnd, iteration
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.checks.monitor.tokens import computed_tokens
 from kvsched.reference.engine import Run, SchedulerFault
+from kvsched.spec.applicability import applicable
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.invariants import applicable
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import STEPS
 from kvsched.spec.workload import Request, Workload

@@ -11,6 +11,9 @@ must draw the workload that shows it: no fixed workload in the zoo hands it over
 - a full prefix hit on an exact page multiple (vLLM must recompute the last token):
   :class:`~.engine.TokenFromNothing`, which the zoo also checks as a fixed log, takes every page
   of such a prompt from the cache;
+- a priority victim removed behind the running loop's cursor (vLLM): the loop walks the batch
+  by index, so removing a request before the cursor shifts the next one under it and
+  :class:`VictimBehindTheCursor` skips it with budget to spare;
 - an admission at exactly zero free pages (vLLM's cached blocks counted as free):
   :class:`RevivedHitsCountedFree` counts a hit on a freed, cached page both as supply and as
   reduced demand (TensorRT-LLM's over-admission), so an admission at the pool's last free pages
@@ -22,19 +25,32 @@ check clean, so a catch is the bug's and not the design's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from kvsched.checks.mutants.engine import V1, TokenFromNothing
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineConfig
 from kvsched.reference.engine_scheduler.scheduler import Step
-from kvsched.reference.engine_scheduler.sequence import Seq
+from kvsched.reference.engine_scheduler.sequence import Seq, Status
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.workload import Limits, Request, Workload
 
 PRIORITY = replace(
     VLLM_V1, order="priority", victim="priority", token_budget=8, name="vllm-v1-priority"
 )
 """vLLM v1 with ``--scheduling-policy priority``: the queue and the victim by priority. A budget
 small enough that a crowd of prompts fills it, so a refund that was not owed shows."""
+
+
+CURSOR = Workload(  # r1 runs ahead of two that outrank it; r3's page preempts it from behind
+    "victim-behind-the-cursor",
+    Limits(batch_limit=4, page_size=2, pool_pages=8),
+    (
+        Request("r1", 0, 2, 6, priority=3),
+        Request("r3", 2, 2, 3, priority=2),
+        Request("r4", 1, 5, 3, priority=2),
+    ),
+)
 
 
 class PriorityV1(V1):
@@ -51,6 +67,18 @@ class PriorityVictimRefundsTwice(PriorityV1):
     def _preempt(self, step: Step, seq: Seq) -> None:
         step.budget += step.computed.get(seq.id, 0)  # the bug: _preempt refunds it as well
         super()._preempt(step, seq)
+
+
+class VictimBehindTheCursor(PriorityV1):
+    """The batch walked by index over the live list: a victim removed before the cursor, or the
+    request itself, moves the next request under the cursor, which then steps past it."""
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        batch, cursor = list(seqs), 0
+        while cursor < len(batch):
+            super()._run(step, batch[cursor : cursor + 1])
+            batch = [seq for seq in batch if seq.status is Status.RUNNING]
+            cursor += 1  # the bug: not moved back for a request removed at or before it
 
 
 class RevivedHitsCountedFree(V1):
@@ -81,6 +109,7 @@ class RevivedHitsCountedFree(V1):
 
 TWINS: dict[type[V1], type[V1]] = {
     PriorityVictimRefundsTwice: PriorityV1,
+    VictimBehindTheCursor: PriorityV1,
     TokenFromNothing: V1,
     RevivedHitsCountedFree: V1,
 }

@@ -9,6 +9,7 @@ run of the correct design, the control the zoo's tests check clean.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.jsonl import write_log
@@ -113,7 +114,10 @@ class PreemptsOnLowPool(V1):
 
 class ForgetsRunningRequests(V1):
     """Running requests are never scheduled again after their first chunk: nothing is stranded
-    in the queue, but nothing finishes either."""
+    in the queue, but nothing finishes either. Declared without ``serves_running`` (as an engine
+    whose prefill steps leave decodes out), so only LIVE-1's bound ends it, not BATCH-6."""
+
+    properties = replace(VLLM_V1.properties(), serves_running=False)
 
     def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
         return None  # the bug: the running loop is gone

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from kvsched.checks.mutants.corners import CURSOR, VictimBehindTheCursor
 from kvsched.checks.mutants.engine import (
     FULL_HIT,
     LONG_ALONE,
@@ -121,6 +122,9 @@ ZOO: tuple[Mutant, ...] = (
            "LIVE-3", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
     Mutant("engine: chunks despite none", "declares whole prompts, chunks over the budget",
            "BATCH-5", write=engine_log(ChunksDespiteDeclaringNone, TWO_PROMPTS)),
+    Mutant("engine: victim behind the cursor", "a priority victim removed behind the running "
+           "loop's cursor skips the request after it", "BATCH-6",
+           write=engine_log(VictimBehindTheCursor, CURSOR)),
     Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
            _class("paging", "OvercommitsThePool")),
     Mutant("batch overflow", "admission counts pages but not slots", "BATCH-1",

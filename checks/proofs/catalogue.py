@@ -74,6 +74,7 @@ NOT_COVERED = {
     "PAGE-2": "the model counts pages, it has no page ids (monitor and Hypothesis check it)",
     "DEC-3": "the model has no prefill chunks: the admission iteration is the first decode",
     "PROTO-1": "a property of a scheduler's answers, not of the transition system",
+    "BATCH-6": "the model schedules no running loop: every active request decodes in each step",
     "PAGE-6": "the model has no prefix cache (the monitor checks hits against the workload)",
     "BATCH-5": "the model has no prefill chunks",
     "LIVE-2": "not modelled: the model's policies admit whenever the head fits (LIVE-1 is proved)",

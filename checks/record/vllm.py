@@ -75,6 +75,8 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else None,
         estimate_admission=options.prefill_interval > 1,
+        # vLLM's running loop serves the batch first; a prefill cadence leaves chunks out.
+        serves_running=options.prefill_interval == 1,
         stops_early=options.early_stops,
         watermark_pages=int(options.watermark * workload.limits.pool_pages),
     )

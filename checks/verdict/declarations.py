@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from kvsched.checks.monitor.excuses import Excused
-from kvsched.spec.invariants import CATALOGUE, applicable, declared_out
+from kvsched.spec.applicability import applicable, declared_out
+from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import Declaration, is_declaration, is_policy

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.declarations import Excuse, Grading, excuses
-from kvsched.spec.invariants import CATALOGUE, applicable, declared_out
+from kvsched.spec.applicability import applicable, declared_out
+from kvsched.spec.invariants import CATALOGUE
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import ExitCode, Status, is_policy

@@ -61,6 +61,10 @@ class EngineConfig:
             watermark_pages=self.watermark_pages,
             order=self.order,
             chunking=self.chunking,
+            # The batch runs first, each request as far as the budget reaches; whole prompts
+            # under a budget skip one that does not fit for the next that does.
+            serves_running=self.batching == "mixed"
+            and (self.chunking == "all" or self.token_budget is None),
         )
 
 

@@ -117,7 +117,10 @@ class EngineScheduler:
 
     # running requests -------------------------------------------------------------------------
     def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
-        """Schedule running requests in order; one short of pages preempts a victim (10.4)."""
+        """Schedule running requests in order; one short of pages preempts a victim (10.4). In
+        a mixed batch (vLLM v1's running loop) a request that is its own victim leaves the rest
+        to be served as far as the budget reaches (BATCH-6): under priority order they outrank
+        it. A prefill-first step ends there."""
         whole, page_size = self.config.chunking == "none", self.limits.page_size
         for seq in list(seqs):
             if seq.status is not Status.RUNNING or step.budget <= 0:  # preempted meanwhile
@@ -132,7 +135,11 @@ class EngineScheduler:
                     victim = self._victim()
                     self._preempt(step, victim)
                     if victim is seq:
-                        return
+                        break
+                if seq.status is not Status.RUNNING:
+                    if self.config.batching == "mixed":
+                        continue
+                    return
                 seq.table += self.blocks.allocate(needed)
                 step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
             step.computed[seq.id] = count
