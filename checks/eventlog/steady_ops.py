@@ -5,9 +5,8 @@ reasons about: the schedule admits waiting requests and allocates fresh pages to
 where the log declares prefix sharing, an admitted request's table may begin with pages taken by
 reference), the step decodes and computes prompts, or chunks of them, each prompt's end with
 its token (after a prefix hit, the rest of the prompt), and the update finishes requests and
-frees their pages. Everything else
-(and a line whose phases are out of order, which the lowering rejects as malformed) goes to the
-full path.
+frees their pages. Everything else (and a line whose phases are out of order, which the lowering
+rejects as malformed) goes to the full path.
 """
 
 from __future__ import annotations

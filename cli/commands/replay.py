@@ -26,7 +26,7 @@ from kvsched.commands.output import emit
 from kvsched.reference import POLICIES, compute_metrics, run
 from kvsched.reference.engine import Run
 from kvsched.reference.engine_fastpath import engine_metrics
-from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
+from kvsched.reference.engine_scheduler import CONFIGS
 from kvsched.reference.families import columns_from_spec, workload_from_spec
 from kvsched.reference.fastpath import replay, replay_columns, replay_scope
 from kvsched.reference.metrics import RunMetrics
@@ -111,13 +111,7 @@ def main(args: argparse.Namespace) -> int:
             runs[policy] = run(workload, scheduler, policy)
             metrics[policy] = compute_metrics(workload, runs[policy].events)
         for name in args.design:
-            config = CONFIGS[name]
-            if fast:
-                metrics[name] = engine_metrics(workload, config)[0]
-            else:
-                factory = EngineScheduler.configured(config)
-                stepped = run(workload, factory, properties=config.properties())
-                metrics[name] = compute_metrics(workload, stepped.events)
+            metrics[name] = engine_metrics(workload, CONFIGS[name], batched=fast)[0]
     if args.format == "json":
         write_json(metrics)
         return 0
