@@ -178,11 +178,18 @@ class KvschedItem(pytest.Item):
 
     def runtest(self) -> None:
         from kvsched.checks.verdict.render import explain
-        from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED
+        from kvsched.checks.verdict.report import (
+            INCONCLUSIVE,
+            NOT_APPLICABLE,
+            NOT_CHECKED,
+            VIOLATED,
+        )
 
         if self.load_error:
             raise KvschedFailure(f"cannot load the target: {self.load_error}")
         report = self.checked()
+        if report.outcome == INCONCLUSIVE:  # too little evidence passes no test
+            raise KvschedFailure("INCONCLUSIVE: " + "; ".join(report.reasons))
         if self.invariant == "allocate_kv_pages":
             finding = report.allocator.finding if report.allocator else None
             if finding is not None:
@@ -201,6 +208,12 @@ class KvschedItem(pytest.Item):
             if row.status in (NOT_APPLICABLE, NOT_CHECKED):
                 pytest.skip(f"{row.status}: {row.how}")
             return
+        if self.invariant != "allocate_kv_pages":
+            judged = ", ".join(v.policy or "declared" for v in report.verdicts) or "none"
+            raise KvschedFailure(
+                f"not judged: the check has no verdict under {self.policy or 'the declared'} "
+                f"policy (verdicts: {judged})"
+            )
 
     def checked(self) -> Any:
         from kvsched.checks.judge.check import CheckOptions, check_target

@@ -146,20 +146,24 @@ class ExitCode(IntEnum):
     """The exit codes of every ``kvsched`` command.
 
     A finding (1) is a verdict on the target; an invalid input (2) is the user's to fix; an
-    internal error (3) is always a bug of kvsched. ``prove`` alone also exits 4: nothing was
-    refuted but something was not proved (its resource budget exhausted, or Z3's unknown),
-    which is neither a pass nor a finding. Exit 5 says the verdict was not delivered whole
-    (standard output or a file could not be written: a closed pipe, a full disk, ``ulimit -f``),
-    whatever it was, so a cut output never reads as a pass. 130 and 143 are the shell's codes
-    for a command stopped by SIGINT (Ctrl-C) or SIGTERM: no verdict, and the target's process
-    is ended with it.
+    internal error (3) is always a bug of kvsched. Exit 4 is neither a pass nor a finding: the
+    evidence is too thin to say. ``check`` exits 4 (INCONCLUSIVE) when it observed less than its
+    profile's minimum (a budget or a stall stopped the search early, a required part of the
+    target is missing, nothing was judged); ``prove`` when nothing was refuted but something was
+    not proved (its resource budget exhausted, or Z3's unknown). Exit 5 says the verdict was not
+    delivered whole (standard output or a file could not be written: a closed pipe, a full
+    disk, ``ulimit -f``), whatever it was, so a cut output never reads as a pass. 130 and 143
+    are the shell's codes for a command stopped by SIGINT (Ctrl-C) or SIGTERM: no verdict, and
+    the target's process is ended with it.
     """
 
     OK = 0
     FINDING = 1
     USAGE = 2
     INTERNAL = 3
-    NOT_PROVED = 4
+    INCONCLUSIVE = 4
+    """Too little evidence for a pass, and no finding: never read as a pass."""
+    NOT_PROVED = 4  # ``prove``'s name for the same code
     WRITE_FAILED = 5
     """Standard output or an output file could not be written; what was written is no verdict."""
     INTERRUPTED = 130

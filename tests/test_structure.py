@@ -20,20 +20,6 @@ from kvsched.spec.vocabulary import POLICY_NAMES, PROFILE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_FOLDERS = ("spec", "reference", "checks", "reports", "cli", "benchmarks", "tests")
-MAX_LINES = 300
-
-
-def _python_files() -> list[Path]:
-    return sorted(p for folder in SOURCE_FOLDERS for p in (ROOT / folder).rglob("*.py"))
-
-
-def test_every_module_reads_in_one_sitting() -> None:
-    long = {
-        str(p.relative_to(ROOT)): n
-        for p in _python_files()
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-    }
-    assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
 
 
 def test_importing_the_spec_loads_nothing_else_of_kvsched() -> None:

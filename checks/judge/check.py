@@ -29,6 +29,7 @@ from kvsched.checks.judge.grade import enforce
 from kvsched.checks.judge.options import CheckOptions as CheckOptions
 from kvsched.checks.judge.options import replay_note, timed
 from kvsched.checks.judge.trial import Trial
+from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
@@ -42,6 +43,7 @@ from kvsched.checks.targets.load import (
     Target,
     TargetError,
 )
+from kvsched.checks.targets.source import LEARNER_FUNCTIONS
 from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.report import (
     Evidence,
@@ -55,8 +57,15 @@ from kvsched.reference.families import check_source, check_workloads
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
+from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import POLICY_NAMES
 from kvsched.spec.workload import Workload
+
+UNJUDGED = {
+    "allocate_kv_pages": "its page counts, called directly (section 2)",
+    "schedule_iteration": "every invariant of its runs (sections 3 and 8)",
+}
+"""What a learner's missing function leaves unjudged."""
 
 
 def check_target(
@@ -116,13 +125,19 @@ def check_target(
                     target.spec, "learner", factory, policy, None, options, deadline
                 )
                 verdicts.append(with_allocator(verdict, allocator))
-        notes = (
-            (replay_note(options),)
-            if solution.schedule_iteration
-            else ("no schedule_iteration: only allocate_kv_pages was checked",)
-        )
+        # The exercise is both functions: a part that is missing is a part not judged.
         return Report(
-            target.spec, tuple(verdicts), allocator, time.monotonic() - started, notes=notes
+            target.spec,
+            tuple(verdicts),
+            allocator,
+            time.monotonic() - started,
+            notes=(replay_note(options),),
+            inconclusive=tuple(
+                f"{target.spec} defines no {name}, and the exercise is both functions "
+                f"(spec/learner.md): {UNJUDGED[name]} went unjudged"
+                for name in LEARNER_FUNCTIONS
+                if getattr(solution, name) is None
+            ),
         )
     assert isinstance(target, EventLogTarget)
     verdict = check_event_log(
@@ -165,22 +180,23 @@ def check_scheduler(
             efficiency=efficiency, efficiency_on=measured_on, excused=excused,
         )  # fmt: skip
 
-    runs, excused = 0, Excused()  # what the declarations excused, over the runs judged
+    runs, excused, coverage = 0, Excused(), Coverage()  # over the runs judged
     for workload, source in fixed:
         progress.phase(f"{policy or 'declared'}: monitor on {source} ({workload.name})")
         runs += 1
         names += [source] if source not in names else []
-        finding, figures, seen = trial.measured(workload)
+        finding, figures, seen, reach = trial.measured(workload)
         excused += seen
+        coverage += reach
         if not measured_on:
             efficiency, measured_on = figures, source
         if finding is not None:
-            evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
+            evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names), coverage=coverage)
             failing, finding = trial.minimise(workload, finding, source)
             return verdict(evidence, finding, failing)
-    evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names))
+    evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names), coverage=coverage)
     if not options.hypothesis:
-        return verdict(evidence, None)
+        return _judged(verdict(evidence, None))
     result = trial.search()
     excused += result.excused
     evidence = replace(
@@ -188,17 +204,35 @@ def check_scheduler(
         monitor_runs=evidence.monitor_runs + result.examples,
         hypothesis_examples=result.examples,
         hypothesis_profile=options.profile,
+        coverage=coverage + result.coverage,
     )
     found = result.counterexample
     if found is None:
-        clean = verdict(evidence, None)
-        if not result.budget_spent:
-            return clean
-        spent = (
-            f"The time budget stopped the search under {policy or 'its own'} policy after "
-            f"{result.examples} examples, before the profile's count; where it stops depends on "
-            "the machine's speed, so rerun with a larger --budget to run them all."
+        clean = _judged(verdict(evidence, None))
+        minimum = options.minimum_examples
+        if result.examples >= minimum:
+            if not result.budget_spent:
+                return clean
+            spent = (
+                f"The time budget stopped the search under {policy or 'its own'} policy after "
+                f"{result.examples} examples, past the profile's minimum of {minimum} but before "
+                "its count; where it stops depends on the machine's speed, so rerun with a "
+                "larger --budget to run them all."
+            )
+            return replace(clean, notes=(*clean.notes, spent))
+        # The budget stops no search short of the minimum (search's ``minimum``): a search
+        # still short of it ended for another reason, which the target may have caused.
+        short = (
+            f"Hypothesis ran {plural(result.examples, 'example')} under {policy or 'its own'} "
+            f"policy, fewer than the {minimum} the {options.profile} profile needs for a pass"
         )
-        return replace(clean, notes=(*clean.notes, spent))
+        return replace(clean, inconclusive=(*clean.inconclusive, short))
     failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
     return verdict(evidence, found.finding, failing)
+
+
+def _judged(verdict: Verdict) -> Verdict:
+    """``verdict``, inconclusive if its runs judged nothing at all."""
+    if verdict.evidence.coverage.runs or verdict.failed:
+        return verdict
+    return replace(verdict, inconclusive=(*verdict.inconclusive, "no workload was run"))

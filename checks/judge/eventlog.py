@@ -9,12 +9,14 @@ to the violation.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.judge.grade import enforce
+from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.verdict.declarations import declared
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, build_verdict
 from kvsched.spec.vocabulary import Declaration
@@ -45,7 +47,9 @@ def check_event_log(
             "cannot change what the recorded target did"
         )
     finding = checked.finding
-    evidence = Evidence(log_iterations=checked.iterations)
+    # The fast path counts iterations, not a run's extremes: the coverage says only that.
+    coverage = Coverage(runs=1, iterations=checked.iterations, extremes=False)
+    evidence = Evidence(log_iterations=checked.iterations, coverage=coverage)
     failing = None
     if finding is not None:
         failing = FailingWorkload(header.workload, f"the recorded log {path.name}")
@@ -60,7 +64,7 @@ def check_event_log(
             "checked, and page ids in a finding are stand-ins"
         )
     notes += [f"also violated: {later}" for later in checked.later]
-    return build_verdict(
+    verdict = build_verdict(
         label,
         "event log",
         properties.policy,
@@ -74,3 +78,6 @@ def check_event_log(
         efficiency_on="the recorded log",
         excused=checked.excused,
     )
+    if checked.iterations or finding is not None:
+        return verdict
+    return replace(verdict, inconclusive=(f"{label} records no iteration: nothing was judged",))

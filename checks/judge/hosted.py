@@ -21,13 +21,13 @@ from kvsched.checks.proofs.evidence import modelled_policy
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import (
     EventLogTarget,
-    LearnerTarget,
     Target,
     is_event_log,
     load_target,
 )
-from kvsched.checks.targets.process import HostFailure
+from kvsched.checks.targets.process import BudgetSpent, HostFailure
 from kvsched.checks.targets.remote import HostDeadline, RemoteTarget
+from kvsched.checks.targets.source import target_kind
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
 
 
@@ -41,14 +41,22 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
     modelled = reference_policy(spec)
     preload(options, modelled)
     remote = RemoteTarget(spec, confinement)
-    kind = "scheduler" if ":" in spec else "learner"
+    kind = target_kind(spec)
     policy = options.policy
     try:
         target = remote.load()
-        kind = "learner" if isinstance(target, LearnerTarget) else "scheduler"
         policy = options.policy or getattr(target, "policy", "")
         deadline = HostDeadline(remote)
         report = check_target(target, options, deadline, modelled)
+        remote.finish()  # a frame nobody asked for, sent after the last answer, is a finding
+    except BudgetSpent as spent:
+        # The overall budget ended the check while the target ran: too little was judged for
+        # a pass, and running out of time is not a violation of the target's.
+        judged = build_verdict(
+            spec, kind, policy, Evidence(watchdog=True), None, exercised=frozenset()
+        )
+        verdict = replace(judged, inconclusive=(str(spent),))
+        report = Report(spec, (verdict,), seconds=time.monotonic() - started)
     except HostFailure as failure:
         finding = Finding(invariant="PROTO-1", iteration=0, message=str(failure))
         verdict = build_verdict(spec, kind, policy, Evidence(watchdog=True), finding)

@@ -46,6 +46,15 @@ class CheckOptions:
     until: float | None = None
     """The ``time.monotonic()`` instant that follows from ``budget``, set by check_target."""
 
+    @property
+    def minimum_examples(self) -> int:
+        """The Hypothesis examples a clean verdict needs (the profile's minimum, or fewer when
+        ``--max-examples`` asks for fewer in all); 0 without Hypothesis."""
+        if not self.hypothesis:
+            return 0
+        minimum = profile_runs(self.profile).minimum_examples
+        return minimum if self.max_examples is None else min(minimum, self.max_examples)
+
 
 def timed(options: CheckOptions, started: float) -> CheckOptions:
     """``options`` with the seed the run draws from and the instant its search stops."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from kvsched.checks.monitor.coverage import Coverage, reached
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
@@ -36,14 +37,15 @@ class Trial:
 
     def measured(
         self, workload: Workload
-    ) -> tuple[Finding | None, tuple[tuple[str, int], ...], Excused]:
+    ) -> tuple[Finding | None, tuple[tuple[str, int], ...], Excused, Coverage]:
         """Run ``workload`` through the engine and the monitor: the first finding, if any, the
-        run's efficiency figures (EFF-1..EFF-4) and what the declarations excused in it."""
+        run's efficiency figures (EFF-1..EFF-4), what the declarations excused in it and what
+        it reached."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
         result = run(workload, self.factory, policy=self.policy, properties=self.properties)
         figures = measure(workload, result.events, self.properties).by_id()
         finding, excused = watch_run(result, self.properties)
-        return finding, tuple(figures.items()), excused
+        return finding, tuple(figures.items()), excused, reached(result)
 
     def search(self, invariant: str | None = None) -> SearchResult:
         # Hypothesis is imported only when it is used.
@@ -63,6 +65,8 @@ class Trial:
             strategy=None if invariant is None else workloads(),
             seed=options.seed,
             until=options.until,
+            # A search for a smaller witness may stop at any time: the violation is known.
+            minimum=options.minimum_examples if invariant is None else 0,
         )
 
     def minimise(

@@ -35,6 +35,7 @@ from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
 
 from kvsched.checks import progress
+from kvsched.checks.monitor.coverage import Coverage, reached
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
@@ -83,6 +84,8 @@ class SearchResult:
     excused: Excused = field(default_factory=Excused)
     """What the target's declarations excused over every example run."""
     budget_spent: bool = False  # the time budget ended it before all the profile's examples
+    coverage: Coverage = field(default_factory=Coverage)
+    """What the examples' runs reached (counted for the examples judged, to the violation)."""
 
     @property
     def clean(self) -> bool:
@@ -129,6 +132,7 @@ def search(
     reproduce: str | None = None,
     seed: int | None = None,
     until: float | None = None,
+    minimum: int = 0,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -139,7 +143,10 @@ def search(
     strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if
     the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
-    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`.
+    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`; the
+    budget stops no search before ``minimum`` examples have run, so a target that spends the
+    time in its own calls cannot starve the search into a clean result: its slowness is charged
+    to it, as the check's overall budget ending the run (an inconclusive verdict).
     """
     # The known boundary shapes come first in the default search, and in a search for a smaller
     # witness of a known violation, whatever workloads it draws: each is a witness of 2 or 3
@@ -151,6 +158,7 @@ def search(
     examples = 0
     locked = invariant
     excused = Excused()
+    coverage = Coverage()
     wanted = f" breaking {invariant}" if invariant else ""
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
     failed = False
@@ -158,14 +166,15 @@ def search(
     @config
     @given(strategy if strategy is not None else search_workloads(profile_name(profile)))
     def judge(workload: Workload) -> None:
-        nonlocal examples, locked, excused, failed
-        profiles.spend(until, failed)
+        nonlocal examples, locked, excused, failed, coverage
+        profiles.spend(until, failed or examples < minimum)
         examples += 1
         progress.advance(examples)
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
         excused += seen
+        coverage += reached(result)
         reserved = len(properties.reserved_pages) if properties is not None else 0
         aim(result, workload.limits.pool_pages - reserved)
         if finding is None:
@@ -184,7 +193,9 @@ def search(
     try:
         profiles.seeded(judge, seed)()
     except profiles.BudgetSpent:
-        return SearchResult(policy, profile, examples, None, excused, budget_spent=True)
+        return SearchResult(
+            policy, profile, examples, None, excused, budget_spent=True, coverage=coverage
+        )
     except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
         violation = first_of(failure, _Violation)
         if violation is None:
@@ -197,7 +208,7 @@ def search(
         if found is not None:
             violation = _Violation(*found, violation)
         counterexample = _counterexample(violation, policy, examples, deterministic=steady)
-        return SearchResult(policy, profile, examples, counterexample, excused)
+        return SearchResult(policy, profile, examples, counterexample, excused, coverage=coverage)
     except DidNotReproduce:
         # Judged and passed: the target was fixed. Never judged: the line was recorded against
         # another strategy, and its choices do not make a workload of this one.
@@ -209,7 +220,7 @@ def search(
         if reproduce is None:
             raise
         raise ValueError(f"cannot replay {reproduce!r}: {error}") from None
-    return SearchResult(policy, profile, examples, None, excused)
+    return SearchResult(policy, profile, examples, None, excused, coverage=coverage)
 
 
 def find_counterexample(

@@ -100,6 +100,10 @@ class ProfileRuns:
     kvsched alone for 3,000 requests of ``check-bursty-short-tight``): dev stops at 5,000."""
     allocator_examples: int = 200
     """Inputs Hypothesis draws for a learner's ``allocate_kv_pages``, past its explicit ones."""
+    minimum_examples: int = 25
+    """The fewest Hypothesis examples a clean search may stop at and still pass: the time budget
+    stops no search short of them, and a search that ends short of them anyway (the check's
+    overall budget ran out) is inconclusive, never a pass."""
 
     def families(self, kind: str) -> tuple[int, ...]:
         """The sizes of the family runs a target of ``kind`` ("scheduler", "learner") gets."""
@@ -119,6 +123,7 @@ PROFILE_RUNS: dict[Profile, ProfileRuns] = {
         long_requests=10_000,
         learner_long_requests=5_000,
         allocator_examples=2000,
+        minimum_examples=100,
     ),
     "thorough": ProfileRuns(
         14_400.0,
@@ -127,6 +132,7 @@ PROFILE_RUNS: dict[Profile, ProfileRuns] = {
         long_requests=50_000,
         learner_long_requests=10_000,
         allocator_examples=20_000,
+        minimum_examples=1000,
     ),
 }
 

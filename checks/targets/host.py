@@ -92,6 +92,8 @@ class _Served:
         assert op == "fn" and isinstance(self.target, LearnerTarget)
         name = msgspec.msgpack.decode(parts[1], type=str)
         function = getattr(self.target.solution, name)
+        if function is None:  # kvsched read it in the source: the module did not define it
+            return wire.encode(["refused", f"{name} is not a function of the imported module"])
         arguments = msgspec.msgpack.decode(parts[2], type=list[Any], ext_hook=wire.big_int)
         return _reply(lambda: function(*arguments), Any, lambda: _learner_cause(name, arguments))
 
@@ -111,13 +113,9 @@ class _Served:
                 "scheduler",
                 target.policy,  # type: ignore[arg-type]  # kvsched checks it on arrival
                 properties_to_json(properties) if properties is not None else None,
-                (),
             )
         else:
-            solution = target.solution
-            functions = ("allocate_kv_pages", "schedule_iteration")
-            present = tuple(f for f in functions if getattr(solution, f) is not None)
-            description = wire.Description("learner", "", None, present)  # type: ignore[arg-type]
+            description = wire.Description("learner", "", None)
         return wire.encode(["ok", description])
 
 

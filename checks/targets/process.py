@@ -96,10 +96,14 @@ class HostProcess:
         seconds = self.confinement.call_seconds if seconds is None else seconds
         started = time.monotonic()
         call_ends = started + seconds
+        if frame:  # an empty frame waits for the host's first word, which it sends unasked
+            self.unasked(doing, 0.0)
         pending = self._send_now(memoryview(frame), doing)
         while True:
             payload = self._take_frame(doing)
             if payload is not None and not pending:
+                if self._buffer:
+                    self._out_of_order(doing)
                 return payload
             now = time.monotonic()
             if now >= self.budget_ends:
@@ -115,6 +119,28 @@ class HostProcess:
                     f"target hangs or is far too slow){self.tail()}"
                 )
             pending = self._pump(pending, min(call_ends, self.budget_ends) - now, doing)
+
+    def unasked(self, doing: str, seconds: float) -> None:
+        """HostFailure if the host sent anything while no request was open, waiting up to
+        ``seconds`` for it. The host answers each request once: a second frame is code in the
+        target's process writing on kvsched's wire (a forged answer sent ahead of the host's)."""
+        if self.closed:
+            return
+        ends = time.monotonic() + seconds
+        while True:
+            self._pump(memoryview(b""), max(ends - time.monotonic(), 0.0), doing)
+            if self._buffer:
+                self._out_of_order(doing)
+            if time.monotonic() >= ends:
+                return
+
+    def _out_of_order(self, doing: str) -> NoReturn:
+        self.kill()
+        raise HostFailure(
+            f"after {doing} the target's process sent a frame kvsched had not asked for (the "
+            "host answers each request once; code of the target's wrote on kvsched's wire)"
+            f"{self.tail()}"
+        )
 
     def _send_now(self, pending: memoryview, doing: str) -> memoryview:
         """What is left of ``pending`` after writing what the pipe takes without waiting."""

@@ -30,6 +30,7 @@ from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import LearnerSolution
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError
 from kvsched.checks.targets.process import HostFailure, HostProcess
+from kvsched.checks.targets.source import LEARNER_FUNCTIONS, defined_functions, target_kind
 from kvsched.spec.properties import PropertiesError, parse_properties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
 from kvsched.spec.vocabulary import POLICY_NAMES
@@ -54,6 +55,9 @@ class AnswerError(Exception):
 
 STARTUP_SECONDS = 60.0
 """How long the host process may take to start, before the target is imported."""
+
+UNASKED_SECONDS = 0.2
+"""How long a check waits, after its last answer, for a frame the host was not asked for."""
 
 _KINDS: dict[tuple[str, str], type[TargetRaised]] = {}
 _NIL = b"\xc0"
@@ -96,8 +100,15 @@ class RemoteTarget:
         description = self._decode(self._description, raw, "the description of the target")
         if description.policy not in ("", *POLICY_NAMES):
             self._garbled(f"described the policy {description.policy[:40]!r}")
-        if description.kind == "learner":
-            functions = {name: RemoteFunction(self, name) for name in description.functions}
+        kind = target_kind(self.spec)  # kvsched's own reading, never the host's
+        if description.kind != kind:
+            self._garbled(f"described a {description.kind} where kvsched reads a {kind}")
+        if kind == "learner":
+            # The functions the source defines; where it cannot be read, both are asked for and
+            # each call shows whether it is there.
+            defined = defined_functions(self.spec)
+            names = LEARNER_FUNCTIONS if defined is None else defined
+            functions = {name: RemoteFunction(self, name) for name in names}
             solution = LearnerSolution(
                 self.spec,
                 functions.get("allocate_kv_pages"),
@@ -141,6 +152,12 @@ class RemoteTarget:
 
         return self._answer(["fn", name, list(arguments)], self._any, f"{name}()", most)
 
+    def finish(self) -> None:
+        """HostFailure if the host sent a frame after its last answer (:meth:`.HostProcess.
+        unasked`), waiting a moment for one that a forger sent ahead of the host's own."""
+        if self._host is not None:
+            self._host.unasked(f"{self.doing}, the last call", UNASKED_SECONDS)
+
     def close(self) -> None:
         if self._host is not None:
             self._host.kill()
@@ -181,6 +198,13 @@ class RemoteTarget:
             raise AnswerError(f"{call} called {text}; a scheduler must answer, not exit")
         if status == "unsendable":
             raise AnswerError(f"{call} answered with {text}")
+        if status == "refused":  # what kvsched read in the source is not there when run
+            assert self._host is not None
+            self._host.kill()
+            raise HostFailure(
+                f"{call}: {self.spec}'s source defines it, but its process answers that {text}; "
+                f"only what kvsched observes is judged{self._host.tail()}"
+            )
         self._garbled(f"answered a call with '{status}'")
 
     def _exchange(self, message: list[Any]) -> tuple[wire.Status, msgspec.Raw, int]:

@@ -64,13 +64,15 @@ def protocol_methods() -> dict[str, Method]:
 
 @dataclass(frozen=True)
 class Description:
-    """What the host found when it loaded a target; checked by kvsched before anything is used."""
+    """The declarations of the target the host loaded: its policy and properties, which are the
+    target's own to make (and a grader's ``--allow`` to refuse). What is judged is not in it:
+    kvsched reads the kind and a learner's functions itself (:mod:`.source`), and a ``kind``
+    here that differs from that reading ends the check as PROTO-1."""
 
     kind: Literal["scheduler", "learner"]
     policy: Literal["", "static", "continuous"]
     properties: dict[str, Any] | None
     """The declared properties as JSON (spec.properties.properties_to_json), or none."""
-    functions: tuple[Literal["allocate_kv_pages", "schedule_iteration"], ...]
 
 
 @dataclass(frozen=True)

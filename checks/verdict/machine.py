@@ -11,7 +11,14 @@ from typing import Any
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.render import BY_FIGURE, explain
-from kvsched.checks.verdict.report import NOT_APPLICABLE, NOT_CHECKED, VIOLATED, Report, Verdict
+from kvsched.checks.verdict.report import (
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_CHECKED,
+    VIOLATED,
+    Report,
+    Verdict,
+)
 from kvsched.spec.text import describe_event
 from kvsched.spec.workload import workload_to_json
 
@@ -25,7 +32,9 @@ def report_to_json(report: Report) -> dict[str, Any]:
     return {
         "target": report.target,
         "ok": report.ok,
+        "outcome": report.outcome,
         "exit_code": report.exit_code,
+        "inconclusive": list(report.reasons),
         "seconds": round(report.seconds, 3),
         "allocator": None
         if allocator is None
@@ -54,6 +63,8 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
         "kind": verdict.kind,
         "policy": verdict.policy,
         "ok": verdict.ok,
+        "outcome": verdict.outcome,
+        "inconclusive": list(verdict.inconclusive),
         "invariants": [
             {
                 "id": r.invariant,
@@ -77,6 +88,7 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
             "hypothesis_examples": evidence.hypothesis_examples,
             "hypothesis_profile": evidence.hypothesis_profile,
             "log_iterations": evidence.log_iterations,
+            "coverage": evidence.coverage.to_json(),
         },
         "finding": _finding_json(verdict.finding),
         "allocator_finding": _finding_json(verdict.allocator_finding),
@@ -127,15 +139,36 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
             _failure(
                 suite, case, report.allocator.finding.message, report.allocator.finding.message
             )
+    if report.outcome == INCONCLUSIVE:
+        # An error, which every CI reads as not passed: too little evidence is no pass.
+        suite = _suite(root, f"{report.target} evidence", 1)
+        case = ElementTree.SubElement(
+            suite, "testcase", classname="kvsched.evidence", name="enough evidence for a pass"
+        )
+        reasons = "\n".join(report.reasons)
+        ElementTree.SubElement(
+            case, "error", message="inconclusive", type="inconclusive"
+        ).text = reasons
+        suite.set("errors", "1")
     for verdict in report.verdicts:
         suite = _suite(
             root, f"{verdict.target} [{verdict.policy or 'no policy'}]", len(verdict.invariants)
         )
-        if verdict.declarations:  # a CI report shows what a pass was excused
-            listed = ElementTree.SubElement(suite, "properties")
-            for e in verdict.declarations:
-                name, value = f"declaration.{e.declaration}", e.describe()
-                ElementTree.SubElement(listed, "property", name=name, value=value)
+        listed = ElementTree.SubElement(suite, "properties")
+        ElementTree.SubElement(listed, "property", name="outcome", value=verdict.outcome)
+        for key, figure in verdict.evidence.coverage.to_json().items():
+            if figure is not None:
+                name = f"coverage.{key}"
+                ElementTree.SubElement(listed, "property", name=name, value=str(figure))
+        ElementTree.SubElement(
+            listed,
+            "property",
+            name="coverage.hypothesis_examples",
+            value=str(verdict.evidence.hypothesis_examples),
+        )
+        for e in verdict.declarations:  # a CI report shows what a pass was excused
+            excused = f"declaration.{e.declaration}"
+            ElementTree.SubElement(listed, "property", name=excused, value=e.describe())
         for row in verdict.invariants:
             case = ElementTree.SubElement(
                 suite,

@@ -16,6 +16,7 @@ from tabulate import tabulate
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.report import (
     HOLDS,
+    INCONCLUSIVE,
     NOT_APPLICABLE,
     NOT_CHECKED,
     VIOLATED,
@@ -46,6 +47,11 @@ def render_table(report: Report, reproduce: str = "", verbose: bool = False) -> 
                 "responsibility; --strict-inputs grades them):\n"
                 + "\n".join(f"  {line}" for line in report.allocator.advice)
             )
+    if report.outcome == INCONCLUSIVE:
+        blocks.append(
+            "Inconclusive (exit 4): no violation was found, but a pass needs more evidence:\n"
+            + "\n".join(f"  - {reason}" for reason in report.reasons)
+        )
     for verdict in report.verdicts:
         blocks.append(_render_verdict(verdict, reproduce, verbose))
     limits = report.grade.limits if report.grade is not None else None
@@ -56,6 +62,12 @@ def render_table(report: Report, reproduce: str = "", verbose: bool = False) -> 
 def headline(report: Report) -> str:
     """The whole outcome in one line: PASS or FAIL, the first finding in words, the time."""
     took = f"({report.seconds:.1f} s)"
+    if report.outcome == INCONCLUSIVE:
+        reasons = report.reasons
+        others = f"; {plural(len(reasons) - 1, 'more reason')} below" if len(reasons) > 1 else ""
+        reason = reasons[0].splitlines()[0].rstrip(".")
+        said = f"too little evidence for a pass: {reason}{others}"
+        return f"INCONCLUSIVE  {report.target}: {said} {took}"
     if report.ok:
         undeclared = any(
             not is_policy(v.policy) and any(r.status == NOT_APPLICABLE for r in v.invariants)
@@ -69,7 +81,7 @@ def headline(report: Report) -> str:
         return f"PASS  {report.target}: {outcome} {took}"
     first: Finding | None = report.allocator.finding if report.allocator is not None else None
     where = "allocate_kv_pages"
-    failed = [v for v in report.verdicts if not v.ok]
+    failed = [v for v in report.verdicts if v.failed]
     if first is None:
         verdict = failed[0]
         first = verdict.finding or verdict.allocator_finding
@@ -125,6 +137,7 @@ def _render_verdict(verdict: Verdict, reproduce: str, verbose: bool) -> str:
         parts.extend(f"  {excuse.describe()}" for excuse in verdict.declarations)
     if verdict.efficiency:
         parts.append(_efficiency_line(verdict))
+    parts.append(f"Coverage: {verdict.evidence.coverage.describe()}.")
     return "\n".join(parts)
 
 

@@ -7,6 +7,10 @@ A violation carries the first :class:`~kvsched.checks.monitor.Finding` and the s
 that shows it (:class:`FailingWorkload`). A :class:`Report` gathers the verdicts of one
 ``kvsched check`` (a learner's file is judged under both policies) and decides the exit code.
 
+A pass needs positive evidence. Each verdict states what its runs reached (:class:`Coverage`),
+and a check that observed less than its profile's minimum, or judged nothing, or lacked a part
+the target must have, is **inconclusive** (exit 4): never a pass, never a finding.
+
 These are plain frozen dataclasses: the check builds them in a child process and the renderers in
 :mod:`.render` read them, so nothing here runs a scheduler.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.verdict.declarations import Excuse, Grading, excuses
@@ -29,6 +34,12 @@ HOLDS: Status = "holds"
 VIOLATED: Status = "violated"
 NOT_APPLICABLE: Status = "not applicable"
 NOT_CHECKED: Status = "not checked"
+
+PASS = "pass"
+FAIL = "fail"
+INCONCLUSIVE = "inconclusive"
+OUTCOMES = (PASS, FAIL, INCONCLUSIVE)
+"""A check's outcome, and its exit code's meaning: 0, 1 and 4."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,8 @@ class Evidence:
     proved: tuple[str, ...] = ()
     """Invariants Z3 proved inductive for the target's transition system (reference only)."""
     proof_requests: int = 0
+    coverage: Coverage = field(default_factory=Coverage)
+    """What the runs judged reached, read off the engine's record of them."""
 
     def describe(self, invariant: str) -> str:
         """The evidence for ``invariant`` in words, for the table's "how checked" column."""
@@ -118,10 +131,24 @@ class Verdict:
     invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
     declarations: tuple[Excuse, ...] = ()
     """Each declaration that took an invariant out or relaxed it, and what it excused."""
+    inconclusive: tuple[str, ...] = ()
+    """Why the evidence is too thin for a pass (the search stopped short of its minimum, the
+    budget ran out): with no finding, the verdict is inconclusive."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether a violation was found: a finding of the runs', or of the allocator's."""
+        return self.finding is not None or self.allocator_finding is not None
+
+    @property
+    def outcome(self) -> str:
+        if self.failed:
+            return FAIL
+        return INCONCLUSIVE if self.inconclusive else PASS
 
     @property
     def ok(self) -> bool:
-        return self.finding is None and self.allocator_finding is None
+        return self.outcome == PASS
 
     def finding_for(self, invariant: str) -> Finding | None:
         """The finding that makes ``invariant`` violated: the runs' own, else the allocator's."""
@@ -182,15 +209,36 @@ class Report:
     sandbox: tuple[str, str] | None = None
     """For a hosted target, the containment it ran in and why that one
     (checks/targets/sandbox.py: ``bwrap``, ``uid`` or ``none``); None where no code ran."""
+    inconclusive: tuple[str, ...] = ()
+    """Why the check as a whole cannot pass, beyond its verdicts' own reasons: a part of the
+    target that must be judged is missing."""
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the check is inconclusive, if it is (no finding, too little evidence); ()."""
+        reasons = [*self.inconclusive]
+        for verdict in self.verdicts:
+            reasons += [r for r in verdict.inconclusive if r not in reasons]
+        if not self.verdicts and self.allocator is None:
+            reasons.append("nothing was judged: the check ran no workload and no call")
+        return tuple(reasons)
+
+    @property
+    def outcome(self) -> str:
+        """FAIL on any finding; else INCONCLUSIVE when the evidence is too thin; else PASS."""
+        if (self.allocator is not None and not self.allocator.ok) or any(
+            v.failed for v in self.verdicts
+        ):
+            return FAIL
+        return INCONCLUSIVE if self.reasons else PASS
 
     @property
     def ok(self) -> bool:
-        allocator_ok = self.allocator is None or self.allocator.ok
-        return allocator_ok and all(v.ok for v in self.verdicts)
+        return self.outcome == PASS
 
     @property
     def exit_code(self) -> int:
-        return ExitCode.OK if self.ok else ExitCode.FINDING
+        return {PASS: ExitCode.OK, FAIL: ExitCode.FINDING}.get(self.outcome, ExitCode.INCONCLUSIVE)
 
 
 def build_verdict(
