@@ -218,7 +218,7 @@ class KvschedItem(pytest.Item):
     def checked(self) -> Any:
         from kvsched.checks.judge.check import CheckOptions, check_target
         from kvsched.checks.judge.hosted import check_hosted
-        from kvsched.checks.search.profiles import cache_folder
+        from kvsched.checks.search.runs import cache_folder
         from kvsched.checks.verdict.files import save_failing_workloads
         from kvsched.spec.workload import load_workload
 

@@ -11,7 +11,7 @@ import pytest
 
 from kvsched.checks.search.corners import BOUNDARY_SHAPES
 from kvsched.checks.search.explore import search
-from kvsched.checks.search.profiles import PROFILE_RUNS, BudgetSpent, spend
+from kvsched.checks.search.runs import PROFILE_RUNS, BudgetSpent, spend
 from kvsched.cli import main
 from kvsched.reference import POLICIES
 from kvsched.spec.workload import Limits
@@ -48,10 +48,10 @@ def test_a_spent_budget_stops_the_search_before_the_next_example() -> None:
 
 
 def test_a_spent_budget_never_stops_the_shrinking_of_a_found_failure() -> None:
-    spend(time.monotonic() - 1, failed=True)  # a counterexample is being shrunk: go on
-    spend(None, failed=False)
+    spend(time.monotonic() - 1, hold=True)  # a counterexample is being shrunk: go on
+    spend(None, hold=False)
     with pytest.raises(BudgetSpent):
-        spend(time.monotonic() - 1, failed=False)
+        spend(time.monotonic() - 1, hold=False)
 
 
 def _report(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvsched.checks.monitor.runtime import monitor_run
-from kvsched.checks.search.profiles import PROFILE_RUNS, profile_runs
+from kvsched.checks.search.runs import PROFILE_RUNS, profile_runs
 from kvsched.checks.search.strategies import SEARCH_SIZES
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.learner import learner_factory

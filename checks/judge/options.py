@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from kvsched.checks.search.profiles import profile_runs, profile_settings
+from kvsched.checks.search.runs import profile_runs
 from kvsched.spec.vocabulary import Declaration
 from kvsched.spec.workload import Workload
 
@@ -58,6 +58,9 @@ class CheckOptions:
 
 def timed(options: CheckOptions, started: float) -> CheckOptions:
     """``options`` with the seed the run draws from and the instant its search stops."""
+    # Hypothesis is imported only by what searches: a log check never calls this.
+    from kvsched.checks.search.profiles import profile_settings
+
     seed = options.seed
     if seed is None and not profile_settings(options.profile).derandomize:
         seed = random.SystemRandom().getrandbits(32)

@@ -39,7 +39,7 @@ from kvsched.checks.monitor.coverage import Coverage, reached
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
-from kvsched.checks.search import profiles
+from kvsched.checks.search import profiles, runs
 from kvsched.checks.search.corners import BOUNDARY_SHAPES, aim
 from kvsched.checks.search.counterexample import (
     Counterexample,
@@ -143,7 +143,7 @@ def search(
     strategy it was found with. ``reproduce`` reruns that one test case: the result is clean if
     the target no longer fails it. Raises ``ValueError`` for an unknown profile or a malformed or
     foreign ``reproduce`` line; exceptions of kvsched itself propagate unchanged.
-    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.profiles.spend`; the
+    ``seed`` and ``until`` as in :func:`.profiles.seeded` and :func:`.runs.spend`; the
     budget stops no search before ``minimum`` examples have run, so a target that spends the
     time in its own calls cannot starve the search into a clean result: its slowness is charged
     to it, as the check's overall budget ending the run (an inconclusive verdict).
@@ -167,7 +167,7 @@ def search(
     @given(strategy if strategy is not None else search_workloads(profile_name(profile)))
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed, coverage
-        profiles.spend(until, failed or examples < minimum)
+        runs.spend(until, failed or examples < minimum)
         examples += 1
         progress.advance(examples)
         workload = _beside_reserved(workload, properties)
@@ -192,7 +192,7 @@ def search(
         judge = example(shape)(judge)
     try:
         profiles.seeded(judge, seed)()
-    except profiles.BudgetSpent:
+    except runs.BudgetSpent:
         return SearchResult(
             policy, profile, examples, None, excused, budget_spent=True, coverage=coverage
         )

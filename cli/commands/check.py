@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
     from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
-    from kvsched.checks.search.profiles import cache_folder
+    from kvsched.checks.search.runs import cache_folder
     from kvsched.checks.targets.load import TargetError, is_event_log
     from kvsched.checks.targets.source import expect
     from kvsched.checks.verdict.declarations import Grading
@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
     if args.grade:  # grading untrusted code needs its containment (limits.py --require-sandbox)
         args.require_sandbox = True
     if args.budget is None:  # the profile's budget, stated with the verdict like any other
-        from kvsched.checks.search.profiles import profile_runs
+        from kvsched.checks.search.runs import profile_runs
 
         args.budget = profile_runs(args.profile).budget_seconds
     confinement = confinement_from(args)
