@@ -18,9 +18,12 @@ import re
 import subprocess
 import sys
 import xml.dom.minidom
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 from attack_harness import SLACK_SECONDS, check_in_process, failed, write_attack
+from hypothesis import example, given
+from hypothesis import strategies as st
 from rich.console import Console
 from rich.progress import Progress, TextColumn
 
@@ -28,6 +31,7 @@ from kvsched.checks.targets.wire import TEXT_LIMIT
 from kvsched.checks.verdict.render import LINE_LIMIT
 from kvsched.commands.terminal import _Drawn
 from kvsched.reports.render import Paragraph, to_html, to_markdown
+from kvsched.spec.text import escaped, one_line
 
 LOGS = Path(__file__).parents[1] / "logs"
 
@@ -220,3 +224,38 @@ def test_reports_show_a_policys_text_escaped() -> None:
     for written in (to_markdown(blocks), to_html(blocks, "report")):
         _clean(written)
         assert "\\x1b[2J" in written
+
+
+EDGES = (
+    "\x00\x08\t\n\x0b\r\x1b\x1f \x7e\x7f\x9b\x9f\xa0\u061c\u200e\u200f\u2028\u2029"
+    "\u202a\u202e\u2066\u2069\ud7ff\ud800\udbff\udc00\udfff\ue000\ufffd\ufffe\uffff\U00010000"
+)
+"""The edges of what XML 1.0 and a terminal forbid, and their neighbours, which a search over
+all of Unicode would rarely try."""
+
+
+# Joined from a list: as a text's alphabet, Hypothesis would merge the edges into the ranges of
+# all characters and seldom draw one.
+ANY_CHARACTER = st.sampled_from(EDGES) | st.characters(codec=None, exclude_categories=())
+
+
+@example(EDGES)
+@given(st.lists(ANY_CHARACTER).map("".join))
+def test_any_escaped_text_is_well_formed_xml_and_inert(text: str) -> None:
+    """Whatever the characters, lone surrogates included: the escaped text is XML 1.0 as text
+    and as an attribute, holds no C0 but tab and newline, no DEL, C1 or bidi control, and
+    escaping it again changes nothing (each output may escape what another escaped)."""
+    shown = escaped(text)
+    element = ElementTree.Element("failure", message=shown)
+    element.text = shown
+    document = ElementTree.tostring(element, encoding="unicode")
+    parsed = xml.dom.minidom.parseString(document.encode("utf-8"))
+    assert parsed.documentElement.getAttribute("message") == shown
+    for char in shown:
+        code = ord(char)
+        assert char in "\t\n" or (0x20 <= code < 0x7F or code > 0x9F), repr(char)
+        assert not 0x202A <= code <= 0x202E and not 0x2066 <= code <= 0x2069, repr(char)
+        assert code not in (0x061C, 0x200E, 0x200F, 0x2028, 0x2029), repr(char)  # marks, breaks
+        assert not 0xD800 <= code <= 0xDFFF and code not in (0xFFFE, 0xFFFF), repr(char)
+    assert escaped(shown) == shown
+    assert "\n" not in one_line(text) and "\t" not in one_line(text)
