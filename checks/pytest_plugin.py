@@ -17,6 +17,10 @@ Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
 kvsched's cache folder, never the folder pytest runs in), and ``--kvsched-in-process`` to import
 and call the target in the test process itself (the user's own code, for a debugger; still under
 the per-call deadline, which an alarm enforces there and code that ignores it can dodge).
+
+Test names and failure texts carry the target's words (its file's name, an exception's text, a
+log's ids): they are :func:`~kvsched.spec.text.escaped`, names on one line, before pytest shows
+them, as ``kvsched check`` shows them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 import pytest
 
 from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.text import escaped, one_line
 from kvsched.spec.vocabulary import DEFAULT_PROFILE, POLICY_NAMES, PROFILE_NAMES
 
 _REPORTS = pytest.StashKey[dict[str, Any]]()
@@ -82,14 +87,14 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
         where = str(path.relative_to(config.rootpath))
     except ValueError:  # outside the root: a relative path still, as pytest writes one
         where = os.path.relpath(path, config.rootpath)
-    parent = KvschedTarget.from_parent(session, path=path, nodeid=where, target=target)
+    parent = KvschedTarget.from_parent(session, path=path, nodeid=one_line(where), target=target)
     try:
         loaded = _load(config, target)
     except _Unloadable as error:
         return [
             KvschedItem.from_parent(
                 parent,
-                name=f"kvsched[{target}]",
+                name=f"kvsched[{one_line(target)}]",
                 target=target,
                 policy="",
                 invariant="",
@@ -109,7 +114,7 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
         for invariant in invariants:
             if invariant == "allocate_kv_pages" and policy != policies[0]:
                 continue
-            label = f"kvsched[{target}][{policy or 'declared'}][{invariant}]"
+            label = f"kvsched[{one_line(target)}][{policy or 'declared'}][{invariant}]"
             items.append(KvschedItem.from_parent(
                 parent, name=label, target=target, policy=policy, invariant=invariant
             ))  # fmt: skip
@@ -243,7 +248,7 @@ class KvschedItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, KvschedFailure):
-            return str(excinfo.value)
+            return escaped(str(excinfo.value))
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

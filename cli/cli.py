@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from kvsched.commands import UsageError
 from kvsched.commands.output import STDOUT, OutputFailure, printing
+from kvsched.spec.text import escaped
 from kvsched.spec.vocabulary import ExitCode
 from kvsched.spec.workload import WorkloadError
 
@@ -144,7 +145,7 @@ def _signals() -> Iterator[list[int]]:
 def _tell(message: str, trace: bool = False) -> None:
     """One message on stderr; if stderr itself cannot be written, the exit code still says it."""
     try:
-        print(message, file=sys.stderr)
+        print(escaped(message), file=sys.stderr)  # it may name the target's file
         if trace:
             traceback.print_exc()
         sys.stderr.flush()

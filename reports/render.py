@@ -4,6 +4,9 @@ The HTML has no scripts, no fonts and nothing fetched from the network: one inli
 tables, and the plots embedded as PNG data URIs (saved at twice their displayed size), so
 report.html alone, kept as a CI artifact without the files beside it, still shows every plot.
 report.md links the PNG files, which is what a Markdown viewer can show.
+
+Both are :func:`~kvsched.spec.text.escaped` whole: a policy's failure quoted in a table is its
+own text, and neither ``cat report.md`` nor a browser may take it as a terminal's command.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 from tabulate import tabulate
 
+from kvsched.spec.text import escaped
 from kvsched.spec.vocabulary import GateOutcome
 
 from .figures import SAVE_SCALE, Plot
@@ -106,7 +110,7 @@ def to_markdown(blocks: Sequence[Block]) -> str:
             parts.append("\n".join(lines))
         else:
             parts.append(f"![{block.plot.title}]({block.plot.filename})\n\n*{block.plot.caption}*")
-    return "\n\n".join(parts) + "\n"
+    return escaped("\n\n".join(parts)) + "\n"
 
 
 _STYLE = """
@@ -168,7 +172,7 @@ def to_html(blocks: Sequence[Block], title: str) -> str:
         else:
             parts.append(_html_figure(block.plot))
     parts += ["</body>", "</html>"]
-    return "\n".join(parts) + "\n"
+    return escaped("\n".join(parts)) + "\n"
 
 
 def _html_banner(banner: Banner) -> str:

@@ -3,14 +3,63 @@
 Every renderer (the verdict table and JUnit, ``kvsched replay``'s timeline, the monitor's
 findings) takes its words from here, so a page list reads ``[0 1]`` everywhere and "1 pages"
 nowhere.
+
+Here too is what no output of kvsched's may carry as it came: the characters a target's text
+(an exception, a log's request id, a file's name) could use to drive a terminal or break a
+report. :func:`escaped` shows each as a visible escape (``\\x1b``, ``\\u202e``), and every
+renderer passes what it shows through it, so the verdict a person or a grader reads is
+kvsched's, whatever the target wrote.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Workload
+
+TEXT_LIMIT = 2000
+"""The most characters of one text of the target's (an exception's, a refusal) kvsched shows:
+past it, the text is :func:`cut`."""
+
+_FORBIDDEN = re.compile(
+    "["
+    "\x00-\x08\x0b-\x1f"  # C0 but tab and newline: ESC, CR, BS drive a terminal; XML forbids them
+    "\x7f-\x9f"  # DEL, and C1: U+009B is a terminal's CSI (ESC [) in one character
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi controls: reorder a line as shown
+    "\u2028\u2029"  # line and paragraph separators: a new line to some terminals and readers
+    "\ud800-\udfff"  # lone surrogates: neither UTF-8 nor XML
+    "\ufffe\uffff"  # noncharacters XML 1.0 forbids
+    "]"
+)
+"""The characters no output of kvsched's shows as they are (tab and newline excepted)."""
+
+_LINE_BREAKS = re.compile(f"{_FORBIDDEN.pattern}|[\n\t]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escaped(text: str) -> str:
+    """``text`` with every forbidden character shown as its escape (``\\x1b``, ``\\ufffe``),
+    tabs and lines kept: what the target wrote, unable to drive a terminal or break XML."""
+    return _FORBIDDEN.sub(_visible, text)
+
+
+def one_line(text: str) -> str:
+    """:func:`escaped`, newlines and tabs too: a name or an id, which must not start a line of
+    its own in kvsched's output (a line reading ``PASS``)."""
+    return _LINE_BREAKS.sub(_visible, text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more it had."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... ({len(text) - limit} more characters)"
 
 
 def plural(count: int, noun: str) -> str:
@@ -19,8 +68,8 @@ def plural(count: int, noun: str) -> str:
 
 
 def id_list(ids: Iterable[str]) -> str:
-    """Request ids, space-separated."""
-    return " ".join(ids)
+    """Request ids, space-separated (each a :func:`one_line`: an id may be a log's)."""
+    return " ".join(one_line(i) for i in ids)
 
 
 def page_list(pages: Iterable[int]) -> str:
@@ -38,7 +87,8 @@ def describe_workload(workload: Workload) -> list[str]:
     ]
     for r in workload.requests:
         lines.append(
-            f"{r.id}: arrives at time {r.arrival} (may join from iteration {r.arrival + 1}), "
+            f"{one_line(r.id)}: arrives at time {r.arrival} "
+            f"(may join from iteration {r.arrival + 1}), "
             f"prompt of {plural(r.prompt_tokens, 'token')}, "
             f"wants {plural(r.output_tokens, 'output token')}."
         )
@@ -51,16 +101,21 @@ def describe_event(event: IterationEvent) -> str:
     for rid in event.preempted:  # before anything else: a preemption frees pages for the rest
         released = [p for op in event.schedule if op.kind == "free" and op.request == rid
                     for p in op.pages]  # fmt: skip
-        parts.append(f"{rid} preempted, frees page ids {page_list(released)}, back to the queue;")
+        parts.append(
+            f"{one_line(rid)} preempted, frees page ids {page_list(released)}, back to the queue;"
+        )
     if event.admitted:
         parts.append(f"{id_list(event.admitted)} join;")
     parts.append(f"active {id_list(event.active) or 'nobody'};")
     parts.append(f"tokens for {id_list(event.decoded) or 'nobody'};")
     if event.page_tables:
-        tables = ", ".join(f"{rid} {page_list(p)}" for rid, p in event.page_tables.items())
+        tables = ", ".join(
+            f"{one_line(rid)} {page_list(p)}" for rid, p in event.page_tables.items()
+        )
         parts.append(f"page ids {tables};")
     for rid in event.finished:
-        parts.append(f"{rid} finishes, frees page ids {page_list(event.freed.get(rid, ()))};")
+        freed = page_list(event.freed.get(rid, ()))
+        parts.append(f"{one_line(rid)} finishes, frees page ids {freed};")
     free = f"{plural(event.free_pages, 'page')} free"
     parts.append(f"{free}; waiting {id_list(event.waiting)}" if event.waiting else free)
     return " ".join(parts)

@@ -276,5 +276,5 @@ class _Tail:
     def text(self) -> str:
         data = b"".join(self._chunks)[-_TAIL_BYTES:]
         text = data.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode()
-        shown = wire.printable(text)
+        shown = wire.printable(text[-wire.TEXT_LIMIT :])  # the last lines, which printable keeps
         return f"The target's {self.name} ({self.total} bytes), last lines:\n{shown.rstrip()}"

@@ -20,14 +20,16 @@ from typing import Any, Literal
 
 import msgspec
 
+from kvsched.spec import text as words
 from kvsched.spec.protocol import Scheduler
 
 MAX_FRAME = 64 * 1024 * 1024
 """The largest frame either end accepts: a learner's state for the largest pool fits easily. An
 answer is also held to what its workload allows (:mod:`.bounds`), which is mostly far less."""
 
-TEXT_LIMIT = 2000
-"""The longest exception text or message the host sends; longer text is cut there."""
+TEXT_LIMIT = words.TEXT_LIMIT
+"""The longest exception text or message the host sends; longer text is cut there, and again
+by :func:`printable` here."""
 
 Op = Literal["load", "new", "call", "fn"]
 OPS: tuple[Op, ...] = typing.get_args(Op)
@@ -205,16 +207,14 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if chr(code) not in "\n\t"}
-
-
 def printable(text: str) -> str:
-    """``text`` with control characters escaped, so the target's words cannot drive a terminal."""
-    return text.translate(_CONTROL)
+    """``text`` as kvsched shows it: cut to :data:`TEXT_LIMIT` here too (the host that cut it
+    runs the target's code, which can undo that) and its forbidden characters escaped
+    (:func:`kvsched.spec.text.escaped`), so the target's words cannot drive a terminal nor
+    break a report."""
+    return words.escaped(cut(text))
 
 
 def cut(text: str) -> str:
     """``text`` cut to :data:`TEXT_LIMIT` characters, saying so."""
-    if len(text) <= TEXT_LIMIT:
-        return text
-    return text[:TEXT_LIMIT] + f"... ({len(text) - TEXT_LIMIT} more characters)"
+    return words.cut(text, TEXT_LIMIT)

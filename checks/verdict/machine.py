@@ -1,6 +1,14 @@
 """Rendering a check's :class:`~.report.Report` for machines: JSON and JUnit XML.
 
 Graders and CI read these; their fields and exit codes stay as they are from release to release.
+
+The target's words are data here too, never markup nor a terminal's commands. JSON is written
+ASCII only, so no byte of it is a control character; its prose (a finding's message, the notes,
+names) is also :func:`~kvsched.spec.text.escaped`, so a grader printing a decoded message shows
+kvsched's text, while data meant to be used again (a counterexample's request ids, a finding's
+requests) keeps the target's exact strings. JUnit XML must be well-formed XML 1.0 whatever the
+target wrote: ElementTree escapes markup, and every text and attribute is escaped before it
+(XML 1.0 has no way to write ESC or U+FFFE at all, not even as a character reference).
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ import xml.etree.ElementTree as ElementTree
 from typing import Any
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.verdict.render import BY_FIGURE, explain
+from kvsched.checks.verdict.render import BY_FIGURE, LINE_LIMIT, explain
 from kvsched.checks.verdict.report import (
     INCONCLUSIVE,
     NOT_APPLICABLE,
@@ -19,22 +27,22 @@ from kvsched.checks.verdict.report import (
     Report,
     Verdict,
 )
-from kvsched.spec.text import describe_event
+from kvsched.spec.text import cut, describe_event, escaped
 from kvsched.spec.workload import workload_to_json
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report_to_json(report), indent=2)
+    return json.dumps(report_to_json(report), indent=2, ensure_ascii=True)
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
     allocator = report.allocator
     return {
-        "target": report.target,
+        "target": escaped(report.target),
         "ok": report.ok,
         "outcome": report.outcome,
         "exit_code": report.exit_code,
-        "inconclusive": list(report.reasons),
+        "inconclusive": [escaped(reason) for reason in report.reasons],
         "seconds": round(report.seconds, 3),
         "allocator": None
         if allocator is None
@@ -42,10 +50,10 @@ def report_to_json(report: Report) -> dict[str, Any]:
             "ok": allocator.ok,
             "calls": allocator.calls,
             "finding": _finding_json(allocator.finding),
-            "advice": list(allocator.advice),
+            "advice": [escaped(line) for line in allocator.advice],
         },
         "verdicts": [_verdict_json(v) for v in report.verdicts],
-        "notes": list(report.notes),
+        "notes": [escaped(note) for note in report.notes],
         "sandbox": None
         if report.sandbox is None
         else {"kind": report.sandbox[0], "reason": report.sandbox[1]},
@@ -59,12 +67,12 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
     failing = verdict.counterexample
     evidence = verdict.evidence
     return {
-        "target": verdict.target,
+        "target": escaped(verdict.target),
         "kind": verdict.kind,
         "policy": verdict.policy,
         "ok": verdict.ok,
         "outcome": verdict.outcome,
-        "inconclusive": list(verdict.inconclusive),
+        "inconclusive": [escaped(reason) for reason in verdict.inconclusive],
         "invariants": [
             {
                 "id": r.invariant,
@@ -96,11 +104,11 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
         if failing is None
         else {
             "workload": workload_to_json(failing.workload),
-            "found_by": failing.found_by,
-            "saved_to": failing.saved_to,
+            "found_by": escaped(failing.found_by),
+            "saved_to": escaped(failing.saved_to),
             "reproduce_blob": failing.reproduce_blob,
         },
-        "notes": list(verdict.notes),
+        "notes": [escaped(note) for note in verdict.notes],
         "declarations": [
             {
                 "declaration": e.declaration,
@@ -120,7 +128,7 @@ def _finding_json(finding: Finding | None) -> dict[str, Any] | None:
     return {
         "invariant": finding.invariant,
         "iteration": finding.iteration,
-        "message": finding.message,
+        "message": escaped(finding.message),
         "requests": list(finding.requests),
         "pages": list(finding.pages),
         "recent": [describe_event(e) for e in finding.recent],
@@ -196,6 +204,8 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
     root.set("time", f"{report.seconds:.3f}")
     if len(suites) == 1:
         suites[0].set("time", f"{report.seconds:.3f}")
+    for element in root.iter():
+        _well_formed(element)
     ElementTree.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ElementTree.tostring(
         root, encoding="unicode"
@@ -211,5 +221,15 @@ def _suite(root: ElementTree.Element, name: str, tests: int) -> ElementTree.Elem
 def _failure(
     suite: ElementTree.Element, case: ElementTree.Element, message: str, details: str
 ) -> None:
-    ElementTree.SubElement(case, "failure", message=message).text = details
+    shown = cut(message, LINE_LIMIT)  # a log's fault message can be any length, as in a terminal
+    ElementTree.SubElement(case, "failure", message=shown).text = details
     suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+
+
+def _well_formed(element: ElementTree.Element) -> None:
+    """``element``'s text and attributes escaped: what XML 1.0 forbids (ESC, U+FFFE, a lone
+    surrogate) made visible, at the one place every string of the report passes."""
+    if element.text:
+        element.text = escaped(element.text)
+    for name, value in list(element.attrib.items()):
+        element.set(name, escaped(value))

@@ -5,6 +5,11 @@ in words a learner understands: what broke, the smallest workload that shows it 
 request), the last iterations before it, and the command that replays it. Then the invariants,
 folded: violations row by row, the rest one line per verdict and way of checking; ``verbose``
 lists every row.
+
+Whatever came from the target (its name, an exception's text, a log's ids) is shown escaped
+(:func:`~kvsched.spec.text.escaped`), names and ids on one line, so the first line is kvsched's
+verdict however hostile the target's words; a message's line longer than :data:`LINE_LIMIT` is
+cut there, saying by how much.
 """
 
 from __future__ import annotations
@@ -26,10 +31,24 @@ from kvsched.checks.verdict.report import (
     Verdict,
 )
 from kvsched.spec.invariants import BY_ID, EFFICIENCY, LAYERS, layer_of
-from kvsched.spec.text import describe_event, describe_workload, plural
+from kvsched.spec.text import (
+    TEXT_LIMIT,
+    cut,
+    describe_event,
+    describe_workload,
+    escaped,
+    one_line,
+    plural,
+)
 from kvsched.spec.vocabulary import is_policy
 
 BY_FIGURE = {figure.id: figure for figure in EFFICIENCY}
+
+LINE_LIMIT = 2 * TEXT_LIMIT
+"""The longest line of a finding's message shown: a log's fault message is the log's own text,
+as long as its writer made it, and a person's terminal is no place for all of it. Twice the
+limit of one text of the target's, so that one already cut keeps the words around it and the
+count of what its cut took."""
 
 
 def render_table(report: Report, reproduce: str = "", verbose: bool = False) -> str:
@@ -56,7 +75,7 @@ def render_table(report: Report, reproduce: str = "", verbose: bool = False) -> 
         blocks.append(_render_verdict(verdict, reproduce, verbose))
     limits = report.grade.limits if report.grade is not None else None
     blocks.extend(note for note in report.notes if note != limits)  # stated at the top
-    return "\n\n".join(blocks)
+    return escaped("\n\n".join(blocks))  # the last word on anything a path left unescaped
 
 
 def headline(report: Report) -> str:
@@ -65,9 +84,9 @@ def headline(report: Report) -> str:
     if report.outcome == INCONCLUSIVE:
         reasons = report.reasons
         others = f"; {plural(len(reasons) - 1, 'more reason')} below" if len(reasons) > 1 else ""
-        reason = reasons[0].splitlines()[0].rstrip(".")
+        reason = one_line(cut(escaped(reasons[0]).splitlines()[0].rstrip("."), LINE_LIMIT))
         said = f"too little evidence for a pass: {reason}{others}"
-        return f"INCONCLUSIVE  {report.target}: {said} {took}"
+        return f"INCONCLUSIVE  {one_line(report.target)}: {said} {took}"
     if report.ok:
         undeclared = any(
             not is_policy(v.policy) and any(r.status == NOT_APPLICABLE for r in v.invariants)
@@ -78,7 +97,7 @@ def headline(report: Report) -> str:
             if undeclared
             else "every invariant holds"
         )
-        return f"PASS  {report.target}: {outcome} {took}"
+        return f"PASS  {one_line(report.target)}: {outcome} {took}"
     first: Finding | None = report.allocator.finding if report.allocator is not None else None
     where = "allocate_kv_pages"
     failed = [v for v in report.verdicts if v.failed]
@@ -90,11 +109,12 @@ def headline(report: Report) -> str:
     # Each verdict with a finding of its own, past the first one told here.
     more = sum(v.finding is not None for v in failed) - (where != "allocate_kv_pages")
     also = f"; {plural(more, 'more finding')} below" if more > 0 else ""
-    message = first.message.splitlines()[0].rstrip(".")
+    # Escaped before it is split: splitlines() breaks at \r, \x1c and \u2028 too.
+    message = one_line(cut(escaped(first.message).splitlines()[0].rstrip("."), LINE_LIMIT))
     # The allocator is called directly, in no iteration: its finding has no "when".
     when = "" if where == "allocate_kv_pages" else _when(first)
     said = f"VIOLATION found: {first.invariant}{when} ({where}): {message}"
-    return f"FAIL  {report.target}: {said}{also} {took}"
+    return f"FAIL  {one_line(report.target)}: {said}{also} {took}"
 
 
 def allocator_line(allocator: AllocatorVerdict) -> str:
@@ -119,7 +139,7 @@ def _render_verdict(verdict: Verdict, reproduce: str, verbose: bool) -> str:
         for status in (VIOLATED, HOLDS, NOT_CHECKED, NOT_APPLICABLE)
         if counts[status]
     )
-    parts = [f"{verdict.target} ({verdict.kind}, {policy}): {tally}"]
+    parts = [f"{one_line(verdict.target)} ({verdict.kind}, {policy}): {tally}"]
     if verdict.finding is not None:
         parts.append(explain(verdict, reproduce).lstrip("\n") + "\n")
     # Rows by layer, in the catalogue's order of layers: safety, liveness, conformance.
@@ -180,15 +200,15 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
     lines = [
         "",
         f"{finding.invariant} violated{_when(finding)}: {BY_ID[finding.invariant].title}.",
-        *(f"  {line}" for line in finding.message.splitlines()),
+        *(f"  {cut(line, LINE_LIMIT)}" for line in escaped(finding.message).splitlines()),
     ]
     failing = verdict.counterexample
     if failing is not None:
         lines.append("")
         if verdict.kind == "event log":  # a recording is what it is: nothing was shrunk
-            lines.append(f"The workload of {failing.found_by}:")
+            lines.append(f"The workload of {one_line(failing.found_by)}:")
         else:
-            lines.append(f"Smallest failing workload ({failing.found_by}):")
+            lines.append(f"Smallest failing workload ({one_line(failing.found_by)}):")
         lines.extend(f"  {line}" for line in describe_workload(failing.workload))
     if finding.recent:
         lines.append("")
@@ -203,4 +223,4 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
         lines.append(f"  kvsched replay {failing.saved_to}   (the reference schedulers on it)")
     if failing is not None and failing.reproduce_blob:
         lines.append(f"Hypothesis reproduce blob: {failing.reproduce_blob}")
-    return "\n".join(lines)
+    return escaped("\n".join(lines))

@@ -5,6 +5,12 @@ run: no colour, no progress, nothing on standard error. On a terminal, the check
 (:mod:`kvsched.checks.progress`) is drawn on standard error and erased at the end, results known
 early (the allocator's verdict) are printed above it as they come, and the verdict's first line
 is coloured. ``NO_COLOR`` and ``TERM=dumb`` are honoured by rich itself.
+
+A phase's name can hold the target's words (a workload's name, read from its log), so it is
+escaped twice before rich draws it: as rich markup (``[blink]`` is text, and ``[/x]`` no
+error) and as kvsched escapes every text the target wrote (:func:`kvsched.spec.text.escaped`).
+The verdict itself is drawn as plain :class:`~rich.text.Text`, never markup, and escaped again
+here, the last edge before the terminal.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -34,6 +41,7 @@ from kvsched.checks import progress
 from kvsched.checks.verdict.render import allocator_line
 from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.commands.output import emit, printing
+from kvsched.spec.text import escaped
 
 
 def for_a_person(stream: TextIO | None) -> bool:
@@ -57,7 +65,7 @@ class _Drawn:
     def phase(self, name: str, total: int | None) -> None:
         if self.task is not None:
             self.bar.remove_task(self.task)
-        self.task = self.bar.add_task(name, total=total)
+        self.task = self.bar.add_task(escape(escaped(name)), total=total)
 
     def advance(self, done: int) -> None:
         if self.task is not None:
@@ -67,7 +75,7 @@ class _Drawn:
         if isinstance(found, AllocatorVerdict):
             took = time.monotonic() - self.started
             line = f"{allocator_line(found)} ({took:.1f} s)"
-            self.bar.console.print(Text(line), soft_wrap=True)
+            self.bar.console.print(Text(escaped(line)), soft_wrap=True)
 
 
 @contextmanager
@@ -110,8 +118,9 @@ def coloured(text: str) -> Text | str:
 
 
 def emit_for_a_person(text: str) -> None:
-    """Print a verdict: coloured on a terminal, byte for byte ``text`` anywhere else."""
-    shown = coloured(text)
+    """Print a verdict: coloured on a terminal, byte for byte ``text`` anywhere else (escaped,
+    which leaves kvsched's own words as they are)."""
+    shown = coloured(escaped(text))
     if isinstance(shown, str):
         emit(shown)
         return
