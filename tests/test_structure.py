@@ -38,6 +38,23 @@ def test_importing_the_spec_loads_nothing_else_of_kvsched() -> None:
     ], loaded
 
 
+def test_a_log_check_imports_neither_hypothesis_nor_rich_nor_z3() -> None:
+    """A recording runs no search, draws nothing and proves nothing: its check loads none of
+    them (about 0.8 s of imports on a busy machine, more than many logs take to check)."""
+    log = ROOT / "tests" / "logs" / "nano_like.clean.jsonl"
+    code = (
+        "import sys\n"
+        "from kvsched.cli import main\n"
+        f"code = main(['check', {str(log)!r}, '--json'])\n"
+        "heavy = {m.partition('.')[0] for m in sys.modules} & {'hypothesis', 'rich', 'z3'}\n"
+        "print(code, ' '.join(sorted(heavy)), file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stderr.split() == ["0"], result.stderr
+
+
 def test_one_vocabulary_for_policies_and_profiles() -> None:
     assert tuple(POLICIES) == POLICY_NAMES
     assert tuple(PROFILE_SETTINGS) == PROFILE_NAMES

@@ -21,27 +21,17 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from typing import TYPE_CHECKING, TextIO
 
 from kvsched.checks import progress
 from kvsched.checks.verdict.render import allocator_line
 from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.commands.output import emit, printing
 from kvsched.spec.text import escaped
+
+if TYPE_CHECKING:  # rich is imported only to draw on a terminal: piped and in CI, never
+    from rich.progress import Progress, TaskID
+    from rich.text import Text
 
 
 def for_a_person(stream: TextIO | None) -> bool:
@@ -63,6 +53,8 @@ class _Drawn:
         self.started = time.monotonic()
 
     def phase(self, name: str, total: int | None) -> None:
+        from rich.markup import escape
+
         if self.task is not None:
             self.bar.remove_task(self.task)
         self.task = self.bar.add_task(escape(escaped(name)), total=total)
@@ -73,6 +65,8 @@ class _Drawn:
 
     def result(self, found: object) -> None:
         if isinstance(found, AllocatorVerdict):
+            from rich.text import Text
+
             took = time.monotonic() - self.started
             line = f"{allocator_line(found)} ({took:.1f} s)"
             self.bar.console.print(Text(escaped(line)), soft_wrap=True)
@@ -84,6 +78,17 @@ def showing_progress(plain: bool) -> Iterator[None]:
     if plain or not for_a_person(sys.stderr):
         yield
         return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -102,6 +107,7 @@ def showing_progress(plain: bool) -> Iterator[None]:
 _MARKS = (
     (re.compile(r"^PASS\b"), "bold green"),
     (re.compile(r"^FAIL\b"), "bold red"),
+    (re.compile(r"^INCONCLUSIVE\b"), "bold yellow"),
     (re.compile(r"\b[A-Z]+-\d+ violated\b"), "red"),
     (re.compile(r"^\d+ hold\w*\b", re.MULTILINE), "green"),
 )
@@ -111,6 +117,8 @@ def coloured(text: str) -> Text | str:
     """``text`` marked up for a terminal when standard output is one; else as it is."""
     if not for_a_person(sys.stdout):
         return text
+    from rich.text import Text
+
     marked = Text(text)
     for pattern, style in _MARKS:
         marked.highlight_regex(pattern, style)
@@ -124,5 +132,7 @@ def emit_for_a_person(text: str) -> None:
     if isinstance(shown, str):
         emit(shown)
         return
+    from rich.console import Console
+
     with printing():
         Console(file=sys.stdout, soft_wrap=True).print(shown)
