@@ -52,9 +52,7 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
     except BudgetSpent as spent:
         # The overall budget ended the check while the target ran: too little was judged for
         # a pass, and running out of time is not a violation of the target's.
-        judged = build_verdict(
-            spec, kind, policy, Evidence(watchdog=True), None, exercised=frozenset()
-        )
+        judged = build_verdict(spec, kind, policy, Evidence(), None, exercised=frozenset())
         verdict = replace(judged, inconclusive=(str(spent),))
         report = Report(spec, (verdict,), seconds=time.monotonic() - started)
     except HostFailure as failure:
