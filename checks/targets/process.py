@@ -29,9 +29,10 @@ _TAIL_BYTES = 2000
 _READ_BYTES = 1 << 16
 _EXIT_GRACE_SECONDS = 2.0
 """How long a host whose wire closed may take to exit before it counts as having closed it."""
-_WATCH_SECONDS = 0.2
+_WATCH_SECONDS = 0.25
 """How often the memory and scratch space of the target's processes are measured while kvsched
-waits on it: often enough that a tree of forks is stopped before it holds many times its limit."""
+waits on it: often enough that a tree of forks is stopped before it holds many times its limit,
+seldom enough that reading /proc (some milliseconds) takes little from the target."""
 
 
 class HostFailure(BaseException):

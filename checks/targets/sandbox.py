@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import os
 import resource
 import shutil
@@ -48,7 +49,12 @@ Kind = Literal["bwrap", "uid", "none"]
 """The containment a host actually got."""
 
 UID_BASE = 1_900_000_000
-"""The first of the user ids the ``uid`` kind takes, far above any account's."""
+"""The first of the user ids hosts take, far above any account's."""
+_JAILS_PER_PROCESS = 512
+"""User ids each kvsched process takes its hosts' from, in turn: one per host alive at once (a
+report's policies), so that ending one host kills nothing of another's. With the pid (at most
+2**22) that stays under 2**32 - 1, the largest uid."""
+_jails = itertools.count()
 UID_PROCESSES = 256
 """RLIMIT_NPROC for a host run as its own uid: a fork bomb stops there, and the final kill of
 every process of the uid finishes."""
@@ -251,7 +257,8 @@ class Jail:
         # A uid of its own wherever kvsched may give one: in bubblewrap too, where a user
         # namespace could only map kvsched's own uid, the owner of the grader's files.
         own = kind == "uid" or (kind == "bwrap" and root)
-        self.uid = UID_BASE + os.getpid() % 100_000_000 if own else None
+        turn = next(_jails) % _JAILS_PER_PROCESS
+        self.uid = UID_BASE + os.getpid() * _JAILS_PER_PROCESS + turn if own else None
         self.drop_to = self.uid if kind == "bwrap" else None
         """The uid the host's interpreter takes itself (bubblewrap is set up as root)."""
         # Under bubblewrap the scratch folder is a tmpfs of the namespace: capped in size, and
@@ -367,8 +374,8 @@ class Jail:
     def processes(self, host: int) -> list[int]:
         """The host's processes now: its descendants (in bubblewrap, every process of its PID
         namespace, whose orphans its first process adopts) and every process of its uid."""
-        parents: dict[int, int] = {}
-        owned: list[int] = []
+        children: dict[int, list[int]] = {}
+        found: set[int] = {host}
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
@@ -377,19 +384,23 @@ class Jail:
                     status = file.read()
             except OSError:  # gone meanwhile
                 continue
-            pid = int(entry.name)
-            fields = dict(line.split(b":", 1) for line in status.splitlines() if b":" in line)
-            parents[pid] = int(fields.get(b"PPid", b"0"))
-            uid = fields.get(b"Uid", b"").split()
-            if self.uid is not None and uid and int(uid[0]) == self.uid:
-                owned.append(pid)
-        found = {host} | set(owned)
-        grew = True
-        while grew:
-            more = {pid for pid, parent in parents.items() if parent in found} - found
-            found |= more
-            grew = bool(more)
-        return sorted(pid for pid in found if pid in parents)
+            pid, parent = int(entry.name), 0
+            for line in status.splitlines():  # PPid comes before Uid, the real one first
+                if line.startswith(b"PPid:"):
+                    parent = int(line.split()[1])
+                elif line.startswith(b"Uid:"):
+                    if int(line.split()[1]) == self.uid:
+                        found.add(pid)
+                    break
+            children.setdefault(parent, []).append(pid)
+        alive = {pid for pids in children.values() for pid in pids}
+        todo = list(found)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return sorted(found & alive)
 
     def scratch_used(self) -> int:
         """Bytes the scratch folder on disk holds (0 under bubblewrap, whose tmpfs is capped)."""
