@@ -56,8 +56,10 @@ report's policies), so that ending one host kills nothing of another's. With the
 2**22) that stays under 2**32 - 1, the largest uid."""
 _jails = itertools.count()
 UID_PROCESSES = 256
-"""RLIMIT_NPROC for a host run as its own uid: a fork bomb stops there, and the final kill of
-every process of the uid finishes."""
+"""How many processes a host may run at once: RLIMIT_NPROC for a host of its own uid, so that a
+fork bomb stops there and the final kill of every process of the uid finishes. A host of
+kvsched's own uid (bubblewrap without root, or no sandbox) may run this many more than that uid
+ran when it started; root's processes have no such limit."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -260,6 +262,9 @@ class Jail:
         turn = next(_jails) % _JAILS_PER_PROCESS
         self.uid = UID_BASE + os.getpid() * _JAILS_PER_PROCESS + turn if own else None
         self.drop_to = self.uid if kind == "bwrap" else None
+        self.processes_allowed: int | None = UID_PROCESSES if own else None
+        if not own and not root:  # counted with kvsched's own processes, and the user's
+            self.processes_allowed = _count_processes(os.getuid()) + UID_PROCESSES
         """The uid the host's interpreter takes itself (bubblewrap is set up as root)."""
         # Under bubblewrap the scratch folder is a tmpfs of the namespace: capped in size, and
         # gone with the namespace however kvsched ends. Elsewhere it is a folder on disk.
@@ -356,14 +361,14 @@ class Jail:
         """Run in the child before exec: die with kvsched, and take the host's uid."""
         uid = self.uid
         switch = self.containment.kind == "uid"
+        allowed = self.processes_allowed
 
         def start() -> None:
             # SIGKILL when kvsched dies, however it dies; bubblewrap's --die-with-parent is the
             # same for the jail's first process.
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-            if uid is not None:
-                # Counted per uid, and the uid is the host's alone: its processes, no more.
-                resource.setrlimit(resource.RLIMIT_NPROC, (UID_PROCESSES, UID_PROCESSES))
+            if allowed is not None:  # counted per (real) uid, by the kernel
+                resource.setrlimit(resource.RLIMIT_NPROC, (allowed, allowed))
             if switch and uid is not None:
                 os.setgroups([])
                 os.setgid(uid)
@@ -428,6 +433,15 @@ class Jail:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._reaper.wait(timeout=10)
             self._reaper = None
+
+
+def _count_processes(uid: int) -> int:
+    """How many processes ``uid`` runs now (the owner of /proc/PID, its effective uid)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        with contextlib.suppress(OSError):
+            count += entry.name.isdigit() and entry.stat().st_uid == uid
+    return count
 
 
 def _ancestors(folder: str) -> list[str]:

@@ -13,7 +13,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from attack_harness import SANDBOXES, check_in_process, failed, readable_folder, write_attack
+from attack_harness import (
+    CONTAINED,
+    SANDBOXES,
+    check_in_process,
+    failed,
+    processes_with,
+    readable_folder,
+    write_attack,
+)
+
+from kvsched.checks.targets.sandbox import UID_PROCESSES
 
 
 @pytest.fixture
@@ -93,3 +103,34 @@ def test_the_scratch_folder_is_bounded_whatever_the_files(
         assert int(wrote[1]) <= 128 << 20, outcome
     else:
         failed(outcome, "PROTO-1", "--scratch-mb")
+
+
+FORK_BOMB = """
+import os, time
+
+class Attack(Buggy):
+    def schedule(self):
+        forked = 0
+        for _ in range({tries}):
+            try:
+                if os.fork() == 0:
+                    os.execv("/bin/sleep", ["sleep", "30", {marker!r}])
+            except OSError:
+                break
+            forked += 1
+        raise RuntimeError(f"forked {{forked}} processes")
+"""
+
+
+@pytest.mark.parametrize("sandbox", CONTAINED)
+def test_a_fork_bomb_stops_at_the_process_limit(
+    folder: Path, sandbox: str, marker: str, capsys: object
+) -> None:
+    """Four times the limit asked for: the forks past it fail, and none outlives the check.
+    (Uncontained, as root, nothing bounds it: that kind is not run here.)"""
+    write_attack(folder, FORK_BOMB.format(tries=4 * UID_PROCESSES, marker=marker))
+    outcome = check_in_process(capsys, "attack.py:Attack", "--sandbox", sandbox, timeout=20.0)
+    forked = re.search(r"forked (\d+) processes", outcome.out)
+    assert outcome.code == 1 and forked is not None, outcome
+    assert int(forked[1]) < UID_PROCESSES, outcome
+    assert not processes_with(marker)
