@@ -33,7 +33,7 @@ class Confinement:
     """Refuse to run a target without containment (``--require-sandbox``, and ``--grade``)."""
     scratch_mb: int = 256
     """What the target's scratch folder (its HOME and TMPDIR) may hold: a tmpfs of that size under
-    bubblewrap, measured while kvsched waits elsewhere."""
+    bubblewrap; under the other kinds a folder on disk, measured while kvsched waits on it."""
 
     def containment(self) -> Containment:
         """The containment hosts get under these limits; SandboxUnavailable if none will do."""
