@@ -227,9 +227,14 @@ def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
     """``paths`` without those inside another of them, shallowest first."""
     kept: list[str] = []
     for path in sorted({os.path.normpath(os.path.abspath(p)) for p in paths}):
-        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+        if not any(_within(path, k) for k in kept):
             kept.append(path)
     return tuple(kept)
+
+
+def _within(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or inside it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def submission_paths(target: str) -> tuple[str, ...]:
@@ -328,8 +333,8 @@ class Jail:
         made: set[str] = set()
         for folder in sorted(folders):
             for parent in _ancestors(folder):
-                inside = any(parent == v or parent.startswith(v + "/") for v in visible)
-                if parent not in made and not inside and not parent.startswith(_SYSTEM):
+                inside = any(_within(parent, v) for v in (*visible, *_SYSTEM))
+                if parent not in made and not inside:
                     options += ["--perms", "0755", "--dir", parent]
                     made.add(parent)
         for path in visible:
