@@ -22,7 +22,8 @@ class Confinement:
     """Wall-clock seconds for the whole check, from the target's start, kvsched's own work included;
     it is enforced while kvsched waits on the target, and caps the host's CPU time too."""
     memory_mb: int = 2048
-    """The host's address-space limit (RLIMIT_AS)."""
+    """The memory of the target: each process's address space (RLIMIT_AS), and what all its
+    processes hold together, measured while kvsched waits on it."""
     output_bytes: int = 16 * 1024 * 1024
     """How much the target may write to stdout and stderr together: room for a learner's debugging
     prints over a whole check, not for a flood (only the last lines are kept in any case)."""
@@ -30,6 +31,9 @@ class Confinement:
     """Where the host runs (:mod:`.sandbox`): the strongest containment available, or one kind."""
     require_sandbox: bool = False
     """Refuse to run a target without containment (``--require-sandbox``, and ``--grade``)."""
+    scratch_mb: int = 256
+    """What the target's scratch folder (its HOME and TMPDIR) may hold: a tmpfs of that size under
+    bubblewrap; under the other kinds a folder on disk, measured while kvsched waits on it."""
 
     def containment(self) -> Containment:
         """The containment hosts get under these limits; SandboxUnavailable if none will do."""
@@ -46,7 +50,8 @@ class Confinement:
         return (
             f"The target ran in a separate process, {self.containment().describe()}. Limits: "
             f"{self.call_seconds:g} s per call, {self.budget_seconds:g} s for the whole check, "
-            f"{self.memory_mb} MiB of memory, {_size(self.output_bytes)} of output."
+            f"{self.memory_mb} MiB of memory for all its processes, {self.scratch_mb} MiB of "
+            f"scratch space, {_size(self.output_bytes)} of output."
         )
 
 

@@ -23,12 +23,16 @@ from typing import NoReturn
 
 from kvsched.checks.targets import wire
 from kvsched.checks.targets.confinement import Confinement
-from kvsched.checks.targets.sandbox import Jail, host_python, seal_path
+from kvsched.checks.targets.sandbox import Jail, host_python, memory_used, seal_path
 
 _TAIL_BYTES = 2000
 _READ_BYTES = 1 << 16
 _EXIT_GRACE_SECONDS = 2.0
 """How long a host whose wire closed may take to exit before it counts as having closed it."""
+_WATCH_SECONDS = 0.25
+"""How often the memory and scratch space of the target's processes are measured while kvsched
+waits on it: often enough that a tree of forks is stopped before it holds many times its limit,
+seldom enough that reading /proc (some milliseconds) takes little from the target."""
 
 
 class HostFailure(BaseException):
@@ -42,16 +46,16 @@ class BudgetSpent(HostFailure):
 class HostProcess:
     """One running host; :meth:`exchange` is the only way to talk to the target."""
 
-    def __init__(self, confinement: Confinement, budget_ends: float) -> None:
+    def __init__(self, confinement: Confinement, budget_ends: float, target: str = "") -> None:
         self.confinement = confinement
         self.budget_ends = budget_ends
         to_host_r, self._to_host = os.pipe()
         self._from_host, from_host_w = os.pipe()
         cpu = int(confinement.budget_seconds) + 5
         seal_path()
-        self.jail = Jail(confinement.containment())
+        self.jail = Jail(confinement.containment(), target, confinement.scratch_mb)
         serve = "from kvsched.checks.targets.host import main; main(sys.argv[2:])"
-        command = [*host_python(), serve, str(to_host_r), str(from_host_w)]
+        command = [*host_python(self.jail.drop_to), serve, str(to_host_r), str(from_host_w)]
         command += [str(confinement.memory_mb), str(cpu)]
         try:
             self._process = subprocess.Popen(
@@ -68,7 +72,9 @@ class HostProcess:
             self.jail.close()
             raise
         self.closed = False
+        self._watched = time.monotonic()
         try:  # an interrupt from here on must still end the host
+            self.jail.started(self._process.pid)
             os.close(to_host_r)
             os.close(from_host_w)
             self._outputs = {
@@ -153,8 +159,10 @@ class HostProcess:
 
     def _pump(self, pending: memoryview, seconds: float, doing: str) -> memoryview:
         """Wait up to ``seconds`` for anything to read or room to write; handle what came."""
+        self._watch(doing)
         self._poller.modify(self._to_host, select.POLLOUT if pending else 0)
-        for fd, events in self._poller.poll(max(seconds, 0.0) * 1000):
+        waited = min(max(seconds, 0.0), _WATCH_SECONDS)  # the limits are watched meanwhile
+        for fd, events in self._poller.poll(waited * 1000):
             if fd == self._to_host:
                 pending = self._send_now(pending, doing)
             elif fd in self._outputs:
@@ -169,6 +177,30 @@ class HostProcess:
                     self._died(doing)
                 self._buffer += chunk
         return pending
+
+    def _watch(self, doing: str) -> None:
+        """End the target if its processes together break the memory or scratch limit, which
+        no rlimit of one process bounds: a tree of forks, files spread under the per-file cap."""
+        now = time.monotonic()
+        if now < self._watched + _WATCH_SECONDS:
+            return
+        self._watched = now
+        mib = 1024 * 1024
+        held = memory_used(self.jail.processes(self._process.pid))
+        if held > self.confinement.memory_mb * mib:
+            self.kill()
+            raise HostFailure(
+                f"during {doing} the target's processes together held {held // mib} MiB of "
+                f"memory, over the limit of {self.confinement.memory_mb} MiB (--memory-mb)"
+                f"{self.tail()}"
+            )
+        written = self.jail.scratch_used()
+        if written > self.confinement.scratch_mb * mib:
+            self.kill()
+            raise HostFailure(
+                f"during {doing} the target's scratch folder held {written // mib} MiB, over "
+                f"the limit of {self.confinement.scratch_mb} MiB (--scratch-mb){self.tail()}"
+            )
 
     def _take_frame(self, doing: str) -> bytes | None:
         if len(self._buffer) < 4:

@@ -84,7 +84,7 @@ class RemoteTarget:
 
     def load(self) -> SchedulerTarget | LearnerTarget:
         """Import TARGET in a new host; TargetError if it cannot be loaded (exit 2)."""
-        self._host = HostProcess(self.confinement, self._budget_ends)
+        self._host = HostProcess(self.confinement, self._budget_ends, self.spec)
         # Starting Python and kvsched is not the target's time, and may be slow on a busy machine.
         startup = max(self.confinement.call_seconds, STARTUP_SECONDS)
         ready = self._host.exchange(b"", "starting the target's process", startup)

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 
 
 def add_limit_options(parser: Any, command: str, budget: float | None = 600.0) -> None:
-    """The ``--timeout``, ``--budget``, ``--memory-mb``, ``--output-limit`` and ``--sandbox``
-    options; ``command`` names what the budget covers in their help. ``budget`` None leaves
-    ``args.budget`` None unless given: the command chooses it (check: by the profile)."""
+    """The ``--timeout``, ``--budget``, ``--memory-mb``, ``--scratch-mb``, ``--output-limit``
+    and ``--sandbox`` options; ``command`` names what the budget covers in their help.
+    ``budget`` None leaves ``args.budget`` None unless given: the command chooses it (check: by
+    the profile)."""
     limits = parser.add_argument_group(
         "limits on the target",
         "The target runs in a separate process that kvsched starts, watches and kills; a target "
@@ -47,7 +48,15 @@ def add_limit_options(parser: Any, command: str, budget: float | None = 600.0) -
         type=int,
         default=2048,
         metavar="MIB",
-        help="address-space limit of the target's process, in MiB; default 2048",
+        help="memory of the target, in MiB: each process's address space, and what all its "
+        "processes hold together; default 2048",
+    )
+    limits.add_argument(
+        "--scratch-mb",
+        type=int,
+        default=256,
+        metavar="MIB",
+        help="what the target's scratch folder (its HOME and TMPDIR) may hold, in MiB; default 256",
     )
     limits.add_argument(
         "--output-limit",
@@ -81,13 +90,21 @@ def confinement_from(args: argparse.Namespace) -> Confinement:
             raise UsageError(f"{option} must be a positive number of seconds, got {value}")
     if args.memory_mb < 64:
         raise UsageError(f"--memory-mb must be at least 64 (Python needs it), got {args.memory_mb}")
+    if args.scratch_mb < 1:
+        raise UsageError(f"--scratch-mb must be at least 1, got {args.scratch_mb}")
     if args.output_limit < 0:
         raise UsageError(f"--output-limit must be >= 0 bytes, got {args.output_limit}")
     required = bool(getattr(args, "require_sandbox", False))
     if required and args.sandbox == "none":
         raise UsageError("--require-sandbox contradicts --sandbox none; leave one out")
     confinement = Confinement(
-        args.timeout, args.budget, args.memory_mb, args.output_limit, args.sandbox, required
+        args.timeout,
+        args.budget,
+        args.memory_mb,
+        args.output_limit,
+        args.sandbox,
+        required,
+        args.scratch_mb,
     )
     try:
         confinement.containment()  # asked now, so that a refusal is exit 2 before any work

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -128,3 +129,12 @@ def failed(outcome: Outcome, *words: str) -> None:
     assert "VIOLATION found" in outcome.out, outcome
     for word in words:
         assert word in outcome.out, (word, outcome)
+
+
+def readable_folder(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working folder any user may read, for the ``uid`` containment's host to reach the
+    submission (pytest's own tmp_path sits in a folder only its owner may enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="kvsched-attack-"))
+    folder.chmod(0o755)
+    monkeypatch.chdir(folder)
+    return folder

@@ -1,8 +1,19 @@
 """A target that allocates without end meets the memory limit: a failing verdict."""
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
-from attack_harness import check_in_process, failed, write_attack
+import pytest
+from attack_harness import SANDBOXES, check_in_process, failed, readable_folder, write_attack
+
+
+@pytest.fixture
+def folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = readable_folder(monkeypatch)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
 
 HOG = """
 class Attack(Buggy):
@@ -13,7 +24,9 @@ class Attack(Buggy):
 """
 
 
-def test_memory_is_limited(tmp_path: Path, capsys: object) -> None:
-    path = write_attack(tmp_path, HOG)
-    outcome = check_in_process(capsys, f"{path}:Attack", "--memory-mb", "256", timeout=5.0)
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_memory_is_limited(folder: Path, sandbox: str, capsys: object) -> None:
+    path = write_attack(folder, HOG)
+    limits = ("--memory-mb", "256", "--sandbox", sandbox)
+    outcome = check_in_process(capsys, f"{path}:Attack", *limits, timeout=5.0)
     failed(outcome, "PROTO-1", "MemoryError")

@@ -46,3 +46,28 @@ def test_a_process_of_the_uid_cannot_signal_kvsched_and_does_not_outlive_the_jai
     assert not processes_with(f"sleep {nap}")
     assert not os.path.exists(jail.scratch)
     assert not os.path.exists("/etc/kvsched-planted")
+
+
+def test_the_reaper_ends_the_uid_and_removes_the_scratch_folder_if_kvsched_dies() -> None:
+    """kvsched's death, as its reaper sees it: the pipe closes without the word that kvsched
+    cleaned up itself. The reaper then kills every process of the uid, daemons included."""
+    jail = Jail(Containment("uid"))
+    nap = f"{random.randrange(10**6, 10**7)}.5"
+    try:
+        subprocess.run(
+            ["/bin/sh", "-c", f"setsid sh -c '(sleep {nap} &)' >/dev/null 2>&1 </dev/null &"],
+            preexec_fn=jail.preexec(),
+            env=jail.environment(),
+            timeout=30,
+            check=True,
+        )
+        time.sleep(0.3)
+        assert processes_with(f"sleep {nap}"), "the daemon did not start"
+        assert jail._reaper is not None and jail._reaper_pipe is not None
+        os.close(jail._reaper_pipe)  # what kvsched's death does to it
+        jail._reaper_pipe = None
+        assert jail._reaper.wait(timeout=30) == 0
+        assert not processes_with(f"sleep {nap}")
+        assert not os.path.exists(jail.scratch)
+    finally:
+        jail.close()
