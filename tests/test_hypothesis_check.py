@@ -201,9 +201,13 @@ def test_an_unknown_profile_is_refused() -> None:
 
 
 def test_the_ci_search_alone_finds_a_leak_that_needs_a_crowd() -> None:
-    """Sized by profile and swarm-tested, the default search reaches five active requests."""
+    """Sized by profile and swarm-tested, the ci search reaches five active requests.
+
+    It does on 17 of 20 seeds (seeds 0 to 19, ``search(LeakInACrowd, "continuous", "ci",
+    seed=s)``). The seed is given: a derandomized search draws from a hash of the search
+    function's own source, so any edit of it would redraw this test."""
     from kvsched.checks.mutants.sized import CROWD, LeakInACrowd
 
-    found = search(LeakInACrowd, "continuous", "ci").counterexample
+    found = search(LeakInACrowd, "continuous", "ci", seed=0).counterexample
     assert found is not None and found.finding.invariant == "PAGE-3"
     assert len(found.workload.requests) == CROWD  # shrunk to exactly the crowd the bug needs

@@ -39,9 +39,9 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
         assert isinstance(target, EventLogTarget)
         return check_target(target, options)
     modelled = reference_policy(spec)
-    preload(options, modelled)
-    remote = RemoteTarget(spec, confinement)
     kind = target_kind(spec)
+    preload(options, modelled, kind)
+    remote = RemoteTarget(spec, confinement)
     policy = options.policy
     try:
         target = remote.load()
@@ -84,13 +84,19 @@ PROOFS = (
     "kvsched.checks.proofs.query",
 )
 """What citing the reference's proofs imports, Z3 with it."""
+ALLOCATOR = ("kvsched.checks.judge.allocator",)
+"""What checking a learner's ``allocate_kv_pages`` imports, Hypothesis with it."""
 
 
-def preload(options: CheckOptions, modelled: str) -> None:
+def preload(options: CheckOptions, modelled: str, kind: str) -> None:
     """Import now what the check will import later: once the target runs, it may have written
     files, and kvsched imports nothing after that (tests/attacks/test_attack_containment.py
     checks that none is imported late)."""
-    needed = (*(SEARCH if options.hypothesis else ()), *(PROOFS if modelled else ()))
+    needed = (
+        *(SEARCH if options.hypothesis else ()),
+        *(PROOFS if modelled else ()),
+        *(ALLOCATOR if kind == "learner" else ()),
+    )
     for module in needed:
         importlib.import_module(module)
 

@@ -220,7 +220,14 @@ def _readable() -> tuple[str, ...]:
             path = os.path.join(folder, name)
             if os.path.islink(path):
                 wanted.add(os.path.dirname(os.path.realpath(path)))
-    return _outermost(p for p in wanted if p and os.path.isdir(p))
+    # Beside the package, a compiled install keeps the shared library its compiled modules
+    # load (``kvsched_eventlog__mypyc``); an editable one links it from the source tree, whose
+    # folder holds the grader's checkout too: only the file itself is bound.
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if os.path.islink(path) and os.path.isfile(path):
+            wanted.add(os.path.realpath(path))
+    return _outermost(p for p in wanted if p and os.path.exists(p))
 
 
 def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
