@@ -65,6 +65,8 @@ def test_progress_the_early_allocator_verdict_and_the_first_line_on_a_terminal(
     assert allocator is not None, plain
     assert allocator.start() < plain.index("static: monitor on the teaching trace")
     assert re.search(r"static: Hypothesis examples .*\d+/30", plain), plain
+    # Each time is named: the elapsed, then what is left.
+    assert re.search(r"\d+:\d\d:\d\d elapsed, [-\d:]+ left", plain), plain
     # The verdict replaces the progress: it begins with its one line, in colour.
     assert "\x1b[1;32mPASS\x1b[0m" in drawn
     verdict = plain[plain.index("PASS  ") :]

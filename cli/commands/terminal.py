@@ -94,9 +94,11 @@ def showing_progress(plain: bool) -> Iterator[None]:
         TextColumn("{task.description}"),
         BarColumn(bar_width=16),
         MofNCompleteColumn(),
+        # Each time says what it is: "0:00:03 elapsed, 00:13 left", not "0:00:03 left 00:13".
         TimeElapsedColumn(),
-        TextColumn("left"),
+        TextColumn("elapsed,"),
         TimeRemainingColumn(compact=True),
+        TextColumn("left"),
         console=Console(stderr=True),
         transient=True,  # the verdict replaces it
     )
