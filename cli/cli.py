@@ -67,45 +67,124 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    command = "?"
-    with _signals() as received:
+    with _signals() as stop:
         try:
-            args = build_parser().parse_args(argv)
-            command = args.command
-            code = int(args.func(args))
-            with printing():  # a print outside a command's guarded output is flushed here
-                pass
+            code = _run(argv, stop)
+            stop.raising = False
+        except KeyboardInterrupt:  # the signal landed outside the command's own handlers
+            stop.raising = False
+            code = ExitCode.INTERRUPTED
+        return stop.settle(code)
+
+
+def _run(argv: Sequence[str] | None, stop: _Stop) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        stop.command = args.command
+        code = int(args.func(args))
+        with printing():  # a print outside a command's guarded output is flushed here
+            pass
+        return code
+    except OutputFailure as failure:
+        _tell(f"kvsched {stop.command}: {failure}")
+        if failure.what == STDOUT:
+            _silence(sys.stdout)
+        return ExitCode.WRITE_FAILED
+    except KeyboardInterrupt:  # the signal's own line is :meth:`_Stop.settle`'s
+        return ExitCode.INTERRUPTED
+    except (UsageError, WorkloadError) as error:
+        _tell(f"kvsched {stop.command}: {error}")
+        return ExitCode.USAGE
+    except Exception:
+        _tell(
+            f"kvsched {stop.command}: internal error (a bug in kvsched, not a finding about "
+            "the scheduler under test). Please report it with this trace:",
+            trace=True,
+        )
+        return ExitCode.INTERNAL
+
+
+GRACE_SECONDS = 0.8
+"""How long the ``finally`` blocks get to unwind after a signal before kvsched exits anyway."""
+
+
+class _Stop:
+    """The signals a command received, and the one line that says so.
+
+    Whatever the command returns, a signal received decides the exit code (:meth:`settle`): a
+    KeyboardInterrupt that some layer caught and turned into an answer, or a verdict that was
+    finishing as the signal came, must never exit 0.
+    """
+
+    def __init__(self) -> None:
+        self.command = "?"
+        self.received: list[int] = []
+        self.raising = True
+        """Whether the first signal raises where the program is; off once the command is over."""
+        self.finished = threading.Event()
+        self._said = threading.Lock()
+
+    def settle(self, code: int) -> int:
+        """``code``, unless a signal came (or a KeyboardInterrupt ended the command): then the
+        signal's own code, with its line."""
+        if not self.received and code != ExitCode.INTERRUPTED:
             return code
-        except OutputFailure as failure:
-            _tell(f"kvsched {command}: {failure}")
-            if failure.what == STDOUT:
-                _silence(sys.stdout)
-            return ExitCode.WRITE_FAILED
-        except KeyboardInterrupt:
-            terminated = signal.SIGTERM in received
-            how = "terminated (SIGTERM)" if terminated else "interrupted (SIGINT, Ctrl-C)"
-            _tell(f"kvsched {command}: {how}; no verdict")
-            try:
-                if sys.stdout is not None:
-                    sys.stdout.flush()
-            except (OSError, ValueError):
-                _silence(sys.stdout)
-            return ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
-        except (UsageError, WorkloadError) as error:
-            _tell(f"kvsched {command}: {error}")
-            return ExitCode.USAGE
-        except Exception:
-            _tell(
-                f"kvsched {command}: internal error (a bug in kvsched, not a finding about "
-                "the scheduler under test). Please report it with this trace:",
-                trace=True,
-            )
-            return ExitCode.INTERNAL
+        signum = self.received[0] if self.received else signal.SIGINT
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except (OSError, ValueError):
+            _silence(sys.stdout)
+        return self.last_word(signum)
+
+    def last_word(self, signum: int) -> int:
+        """Say which signal ended the command, once, and return its exit code. The watchdog and
+        :meth:`settle` may both get here; the second waits (the first is exiting)."""
+        self._said.acquire()
+        terminated = signum == signal.SIGTERM
+        how = "terminated (SIGTERM)" if terminated else "interrupted (SIGINT, Ctrl-C)"
+        _tell(f"kvsched {self.command}: {how}; no verdict")
+        return ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
+
+    def watch(self, wakeup: int) -> None:
+        """The watchdog: a thread that hears a signal the moment it comes, through the
+        interpreter's wakeup fd, even while the main thread is inside a C call that does not
+        return to Python (Z3's solver), which it interrupts. If the command has not ended
+        within :data:`GRACE_SECONDS` (a layer swallowed the KeyboardInterrupt, or a call does
+        not return), kvsched exits with the signal's code from here; the target's host dies
+        with it (PR_SET_PDEATHSIG, sandbox.py)."""
+        try:
+            signums: list[int] = []
+            while not signums:  # SIGALRM (the call deadlines) wakes it too
+                woken = os.read(wakeup, 64)
+                if not woken:  # the write end closed: the command ended without a signal
+                    return
+                signums = [n for n in woken if n in STOPPING]
+        finally:
+            os.close(wakeup)
+        _interrupt_solvers()
+        if self.finished.wait(GRACE_SECONDS):
+            return
+        code = self.last_word(signums[0])
+        os._exit(code)
+
+
+STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupt_solvers() -> None:
+    """Cancel the Z3 check under way, if z3 is loaded: its C solver does not return to Python,
+    where the KeyboardInterrupt waits, until it is done. Z3's own Ctrl-C handler, which would
+    swallow SIGINT as an ``unknown``, is off (checks/proofs/query.py)."""
+    z3 = sys.modules.get("z3")
+    if z3 is not None:
+        z3.main_ctx().interrupt()
 
 
 @contextlib.contextmanager
-def _signals() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM raise (the first only), SIGXFSZ is ignored; all restored on leaving.
+def _signals() -> Iterator[_Stop]:
+    """SIGINT and SIGTERM raise (the first only) and wake the watchdog, SIGXFSZ is ignored; all
+    restored on leaving.
 
     A second signal while the first unwinds is noted and dropped: raised inside a ``finally``
     it would cut short the cleanup that kills the target's host. SIGXFSZ's default action would
@@ -115,28 +194,35 @@ def _signals() -> Iterator[list[int]]:
     Signals a parent ignores (SIG_IGN, as for a background job) stay ignored. Handlers can only
     be set from the main thread; elsewhere the caller's stand.
     """
-    received: list[int] = []
+    stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield received
+        yield stop
         return
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        if len(received) == 1:
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.received.append(signum)
+        if len(stop.received) == 1 and stop.raising:
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
-    wanted: dict[int, Any] = {signal.SIGINT: stop, signal.SIGTERM: stop}
+    wanted: dict[int, Any] = {signal.SIGINT: handle, signal.SIGTERM: handle}
     if hasattr(signal, "SIGXFSZ"):
         wanted[signal.SIGXFSZ] = signal.SIG_IGN
     previous = {}
     for number, handler in wanted.items():
         current = signal.getsignal(number)
-        if current is signal.SIG_IGN and handler is stop:
+        if current is signal.SIG_IGN and handler is handle:
             continue
         previous[number] = signal.signal(number, handler)
+    wakeup, woken = os.pipe()
+    os.set_blocking(woken, False)
+    previous_wakeup = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
+    threading.Thread(target=stop.watch, args=(wakeup,), name="kvsched-signals", daemon=True).start()
     try:
-        yield received
+        yield stop
     finally:
+        stop.finished.set()
+        signal.set_wakeup_fd(previous_wakeup)
+        os.close(woken)  # the watchdog reads the end of the pipe and leaves
         for number, handler in previous.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
