@@ -5,7 +5,9 @@ verdict ends it with one line on stderr and an exit code of its own, never 0: a 
 itself exits 3 with a short report instead of a bare traceback, so it is never mistaken for a
 verdict on the scheduler; a verdict that could not be written whole (a closed pipe, a full disk,
 ``ulimit -f``) exits 5; SIGINT (Ctrl-C) and SIGTERM exit 130 and 143, once the ``finally``
-blocks on the way out have ended the target's host process.
+blocks on the way out have ended the target's host process. Interrupts always win: a signal
+received decides the exit code whatever the command returned (:class:`_Stop`), and a watchdog
+thread interrupts Z3 and ends kvsched if the unwinding has not within :data:`GRACE_SECONDS`.
 """
 
 from __future__ import annotations
