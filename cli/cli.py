@@ -164,7 +164,8 @@ class _Stop:
                 signums = [n for n in woken if n in STOPPING]
         finally:
             os.close(wakeup)
-        _interrupt_solvers()
+        with contextlib.suppress(Exception):  # whatever Z3 does, the deadline below holds
+            _interrupt_solvers()
         if self.finished.wait(GRACE_SECONDS):
             return
         code = self.last_word(signums[0])

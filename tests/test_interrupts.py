@@ -11,6 +11,7 @@ kvsched running; whatever the command then returns, the signal decides the exit 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -118,21 +119,30 @@ def _wait_for(condition: Callable[[], object], seconds: float) -> bool:
 
 
 def interrupt(
-    arguments: list[str], cwd: Path, sent: signal.Signals, ready: Callable[[], object]
+    arguments: list[str],
+    cwd: Path,
+    sent: signal.Signals,
+    ready: Callable[[], object],
+    group: bool = False,
 ) -> tuple[int, str, str, float]:
-    """Run ``kvsched ARGUMENTS``, send ``sent`` once ``ready()``; its code, outputs and the
-    seconds from the signal to its exit."""
+    """Run ``kvsched ARGUMENTS``, send ``sent`` once ``ready()`` (to its whole process group if
+    ``group``, as a terminal's Ctrl-C is); its code, outputs and the seconds from the signal to
+    its exit."""
     process = subprocess.Popen(
         [sys.executable, "-m", "kvsched", *arguments],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=group,
     )
     try:
         reached = _wait_for(lambda: ready() or process.poll() is not None, STARTING)
         assert reached and process.poll() is None, ("the phase was not reached", process.poll())
-        process.send_signal(sent)
+        if group:
+            os.killpg(process.pid, sent)
+        else:
+            process.send_signal(sent)
         sent_at = time.monotonic()
         process.wait(timeout=60)
         seconds = time.monotonic() - sent_at
@@ -225,17 +235,21 @@ target = "slow.py:Slow"
 """
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize(
+    ("jobs", "group"), [("1", False), ("2", False), ("2", True)], ids=["1", "2", "2-group"]
+)
 @BOTH
 def test_a_signal_ends_a_sweep_and_its_workers(
-    tmp_path: Path, sent: signal.Signals, jobs: str
+    tmp_path: Path, sent: signal.Signals, jobs: str, group: bool
 ) -> None:
     """The pool's workers, each running a hosted target that sleeps in its call, are killed, not
-    awaited (which took the cell's whole budget), and none outlives kvsched."""
+    awaited (which took the cell's whole budget), and none outlives kvsched; a terminal's
+    Ctrl-C, which reaches the workers too, ends it the same way."""
     (tmp_path / "slow.py").write_text(SLOW, encoding="utf-8")
     (tmp_path / "grid.toml").write_text(GRID, encoding="utf-8")
     sweep = ["sweep", "grid.toml", "--out", "out", "--jobs", jobs]
-    assert_stopped(interrupt(sweep, tmp_path, sent, _after(5.0)), sent, "sweep", quiet=False)
+    outcome = interrupt(sweep, tmp_path, sent, _after(5.0), group)
+    assert_stopped(outcome, sent, "sweep", quiet=False)
     assert _wait_for(lambda: not _workers_in(tmp_path), 5.0), _workers_in(tmp_path)
 
 

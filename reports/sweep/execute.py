@@ -81,8 +81,8 @@ def _on_pool(cells: Sequence[Cell], jobs: int) -> Generator[CellResult]:
 
 def _worker_start() -> None:
     """A worker leaves SIGINT to kvsched, which decides what a Ctrl-C stops (a terminal sends it
-    to the workers too, which would each print a KeyboardInterrupt traceback), and never outlives
-    kvsched, however kvsched ends (Linux's PR_SET_PDEATHSIG)."""
+    to the workers too), and never outlives kvsched, however kvsched ends: its watchdog exits
+    without awaiting the pool if the unwinding takes too long (Linux's PR_SET_PDEATHSIG)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
