@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
 import os
+import select
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from importlib.metadata import version
@@ -123,7 +126,10 @@ class _Stop:
         self.received: list[int] = []
         self.raising = True
         """Whether the first signal raises where the program is; off once the command is over."""
-        self.finished = threading.Event()
+        self.delivered = False
+        """Whether a KeyboardInterrupt is on its way: later signals are only noted."""
+        self.lost = False
+        """Whether the KeyboardInterrupt was lost in a finalizer, and the signal raised again."""
         self._said = threading.Lock()
 
     def settle(self, code: int) -> int:
@@ -154,23 +160,29 @@ class _Stop:
         return to Python (Z3's solver), which it interrupts. If the command has not ended
         within :data:`GRACE_SECONDS` (a layer swallowed the KeyboardInterrupt, or a call does
         not return), kvsched exits with the signal's code from here; the target's host dies
-        with it (PR_SET_PDEATHSIG, sandbox.py)."""
-        try:
-            signums: list[int] = []
-            while not signums:  # SIGALRM (the call deadlines) wakes it too
+        with it (PR_SET_PDEATHSIG, sandbox.py). The command is over when the write end of the
+        wakeup pipe closes; the read end stays open till then, as a write to a pipe nobody
+        reads would be reported on stderr."""
+        signums: list[int] = []
+        ends = math.inf
+        while (left := ends - time.monotonic()) > 0:
+            ready, _, _ = select.select([wakeup], [], [], min(left, _TICK) if signums else None)
+            if ready:
                 woken = os.read(wakeup, 64)
-                if not woken:  # the write end closed: the command ended without a signal
+                if not woken:  # the command is over
+                    os.close(wakeup)
                     return
-                signums = [n for n in woken if n in STOPPING]
-        finally:
-            os.close(wakeup)
-        with contextlib.suppress(Exception):  # whatever Z3 does, the deadline below holds
-            _interrupt_solvers()
-        if self.finished.wait(GRACE_SECONDS):
-            return
-        code = self.last_word(signums[0])
-        os._exit(code)
+                if not signums and (signums := [n for n in woken if n in STOPPING]):
+                    ends = time.monotonic() + GRACE_SECONDS
+                    with contextlib.suppress(Exception):  # whatever Z3 does, the deadline holds
+                        _interrupt_solvers()
+            if self.lost and self.raising:  # the KeyboardInterrupt died in a finalizer: again
+                signal.pthread_kill(threading.main_thread().ident or 0, signums[0])
+        os._exit(self.last_word(signums[0]))
 
+
+_TICK = 0.05
+"""How often the watchdog looks whether the KeyboardInterrupt must be raised again."""
 
 STOPPING = (signal.SIGINT, signal.SIGTERM)
 
@@ -186,8 +198,8 @@ def _interrupt_solvers() -> None:
 
 @contextlib.contextmanager
 def _signals() -> Iterator[_Stop]:
-    """SIGINT and SIGTERM raise (the first only) and wake the watchdog, SIGXFSZ is ignored; all
-    restored on leaving.
+    """SIGINT and SIGTERM raise (once) and wake the watchdog, SIGXFSZ is ignored; all restored
+    on leaving.
 
     A second signal while the first unwinds is noted and dropped: raised inside a ``finally``
     it would cut short the cleanup that kills the target's host. SIGXFSZ's default action would
@@ -203,9 +215,23 @@ def _signals() -> Iterator[_Stop]:
         return
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        stop.received.append(signum)
-        if len(stop.received) == 1 and stop.raising:
+        if stop.lost:  # raised again by the watchdog (see ``dropped``), not a new signal
+            stop.lost = False
+        else:
+            stop.received.append(signum)
+        if stop.raising and not stop.delivered:
+            stop.delivered = True
             raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    def dropped(unraisable: Any) -> None:
+        """Where the handler ran inside a finalizer (``__del__``, as z3's objects have) or a C
+        callback, its KeyboardInterrupt cannot get out: the interpreter would print it as
+        "Exception ignored in ..." with a traceback, and the command would go on. The watchdog
+        raises it again instead, from outside (raised from here, it would die here too)."""
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and stop.received):
+            previous_hook(unraisable)
+        elif stop.raising:
+            stop.delivered, stop.lost = False, True
 
     wanted: dict[int, Any] = {signal.SIGINT: handle, signal.SIGTERM: handle}
     if hasattr(signal, "SIGXFSZ"):
@@ -219,11 +245,12 @@ def _signals() -> Iterator[_Stop]:
     wakeup, woken = os.pipe()
     os.set_blocking(woken, False)
     previous_wakeup = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, dropped
     threading.Thread(target=stop.watch, args=(wakeup,), name="kvsched-signals", daemon=True).start()
     try:
         yield stop
     finally:
-        stop.finished.set()
+        sys.unraisablehook = previous_hook
         signal.set_wakeup_fd(previous_wakeup)
         os.close(woken)  # the watchdog reads the end of the pipe and leaves
         for number, handler in previous.items():
