@@ -79,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:  # the signal landed outside the command's own handlers
             stop.raising = False
             code = ExitCode.INTERRUPTED
-        return stop.settle(code)
+    # Settled once the handlers are restored: a signal that comes later meets the interpreter's
+    # own handling (SIGTERM kills, SIGINT raises), not a handler that only notes it.
+    return stop.settle(code)
 
 
 def _run(argv: Sequence[str] | None, stop: _Stop) -> int:
