@@ -218,7 +218,7 @@ def test_a_signal_ends_a_report_while_its_target_runs(tmp_path: Path, sent: sign
     (tmp_path / "slow.py").write_text(SLOW, encoding="utf-8")
     report = ["report", "--policies", "slow=slow.py:Slow", "--timeout", "300", "--no-plots"]
     outcome = interrupt(report, tmp_path, sent, _after(3.0))
-    assert_stopped(outcome, sent, "report", quiet=False)
+    assert_stopped(outcome, sent, "report")
 
 
 GRID = """\
