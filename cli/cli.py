@@ -93,16 +93,21 @@ def _run(argv: Sequence[str] | None, stop: _Stop) -> int:
             pass
         return code
     except OutputFailure as failure:
-        _tell(f"kvsched {stop.command}: {failure}")
+        if not stop.received:
+            _tell(f"kvsched {stop.command}: {failure}")
         if failure.what == STDOUT:
             _silence(sys.stdout)
         return ExitCode.WRITE_FAILED
     except KeyboardInterrupt:  # the signal's own line is :meth:`_Stop.settle`'s
         return ExitCode.INTERRUPTED
-    except (UsageError, WorkloadError) as error:
-        _tell(f"kvsched {stop.command}: {error}")
-        return ExitCode.USAGE
-    except Exception:
+    except Exception as error:
+        if stop.received:
+            # What fails once a signal came is the signal's doing (Z3 interrupted between two
+            # checks answers the next push with "push canceled"): its line says it all.
+            return ExitCode.INTERRUPTED
+        if isinstance(error, (UsageError, WorkloadError)):
+            _tell(f"kvsched {stop.command}: {error}")
+            return ExitCode.USAGE
         _tell(
             f"kvsched {stop.command}: internal error (a bug in kvsched, not a finding about "
             "the scheduler under test). Please report it with this trace:",
