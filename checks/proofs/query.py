@@ -17,6 +17,12 @@ from typing import Any
 
 import z3
 
+# Z3 catches SIGINT itself during a check (its ``ctrl_c`` option) and answers ``unknown``: the
+# Ctrl-C would never reach kvsched, whose run would go on to a "not proved", or to a pass. With it
+# off, the interpreter's handler hears the signal and kvsched's watchdog interrupts the check
+# (kvsched.cli). Every module that makes a solver imports this one, so it holds for them all.
+z3.set_param("ctrl_c", False)
+
 PROVED = "proved"
 REFUTED = "refuted"
 NOT_PROVED = "not proved"

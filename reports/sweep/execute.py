@@ -7,8 +7,11 @@ finished in, so a sweep on a cluster and one on the local pool give the same rep
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import multiprocessing
+import signal
+import sys
 from collections.abc import Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -61,15 +64,41 @@ def _on_pool(cells: Sequence[Cell], jobs: int) -> Generator[CellResult]:
         return
     # Spawned, not forked: a fork copies whatever threads and locks the parent holds.
     context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_start)
     try:
         pending: set[Future[CellResult]] = {pool.submit(run_cell, cell) for cell in cells}
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             yield from (future.result() for future in finished)
+    except BaseException:
+        # Stopped early (Ctrl-C, SIGTERM, an invalid cell): the running cells are abandoned,
+        # not awaited, which could take a cell's whole budget; their hosts die with the workers.
+        _kill_workers(pool)
+        raise
     finally:
-        # Stopped early (an invalid cell, Ctrl-C): the cells not started never start.
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)  # the cells not started never start
+
+
+def _worker_start() -> None:
+    """A worker leaves SIGINT to kvsched, which decides what a Ctrl-C stops (a terminal sends it
+    to the workers too), and never outlives kvsched, however kvsched ends: its watchdog exits
+    without awaiting the pool if the unwinding takes too long (Linux's PR_SET_PDEATHSIG)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+        return
+    # Before 3.14 the pool does not say which processes are its workers but in this attribute.
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
 
 
 def _on_cluster(cells: Sequence[Cell], address: str | None) -> Generator[CellResult]:

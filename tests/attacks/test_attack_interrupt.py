@@ -1,11 +1,11 @@
 """Ctrl-C or SIGTERM during a check: one line, exit 130 or 143, and the target's host is gone.
 
 A person stops a long check with Ctrl-C; a CI runner stops a job with SIGTERM. Either ends
-``kvsched check`` with one line on stderr and the shell's code for the signal (no verdict, so
-never 0, and no traceback, which would read as a crash of kvsched), and the host process running
-the target, which sleeps in a call meanwhile, must not outlive it: a target left running would
-go on using the machine, or write after the verdict. Host processes are found by their command
-line, whatever sandbox starts them.
+``kvsched check`` within about a second with one line on stderr and the shell's code for the
+signal (no verdict, so never 0, and no traceback, which would read as a crash of kvsched), and the
+host process running the target, which sleeps in a call meanwhile, must not outlive it: a target
+left running would go on using the machine, or write after the verdict. Host processes are found
+by their command line, whatever sandbox starts them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from attack_harness import FAST, SLACK_SECONDS, processes_with
 
+from kvsched.cli import GRACE_SECONDS
 from kvsched.spec.vocabulary import ExitCode
 
 HOST = "kvsched.checks.targets.host"
@@ -87,12 +88,15 @@ def test_a_signal_ends_the_check_and_its_host(
         assert process.poll() is None, process.communicate()
         started = _hosts_of(process.pid)  # once kvsched is gone, a leaked host has no parent
         process.send_signal(sent)
+        sent_at = time.monotonic()
         out, err = process.communicate(timeout=SLACK_SECONDS)
+        seconds = time.monotonic() - sent_at
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
     assert process.returncode == code, (process.returncode, out, err)
+    assert seconds < GRACE_SECONDS + 1.5, seconds  # about a second, on a busy machine
     assert err.startswith(line) and err.count("\n") == 1, err
     assert "Traceback" not in err + out, (out, err)
     assert _wait_for(lambda: not set(processes_with(HOST)) & started, 5.0), (
