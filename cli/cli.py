@@ -80,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:  # the signal landed outside the command's own handlers
             stop.raising = False
             code = ExitCode.INTERRUPTED
+    if stop.received:
+        _solvers_usable_again()
     # Settled once the handlers are restored: a signal that comes later meets the interpreter's
     # own handling (SIGTERM kills, SIGINT raises), not a handler that only notes it.
     return stop.settle(code)
@@ -202,6 +204,18 @@ def _interrupt_solvers() -> None:
     z3 = sys.modules.get("z3")
     if z3 is not None:
         z3.main_ctx().interrupt()
+
+
+def _solvers_usable_again() -> None:
+    """Clear the cancellation :func:`_interrupt_solvers` leaves on Z3's context, which would
+    refuse the next ``push`` of whoever calls ``main`` again in this process (a test, an
+    embedding program): a check clears it, so an empty one is run."""
+    z3 = sys.modules.get("z3")
+    if z3 is not None:
+        for _ in range(2):  # the first may raise the error a refused call left behind
+            with contextlib.suppress(Exception):
+                z3.Solver().check()
+                return
 
 
 @contextlib.contextmanager

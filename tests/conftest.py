@@ -1,4 +1,13 @@
-"""Test-suite configuration: the Hypothesis profiles and the ``slow`` marker.
+"""Test-suite configuration: the Hypothesis profiles, the ``slow`` marker, and the suite's
+folders by purpose.
+
+As in Hypothesis's own repository, tests are split by what they are for: ``tests/`` and
+``tests/attacks/`` hold the fast, deterministic ones that a bare ``pytest`` runs (a few minutes on
+two cores); ``tests/nocover/`` the slow or solver- and search-heavy ones (Z3's models and proofs,
+whole checks of the engine designs, signals sent at every phase); ``tests/quality/`` the
+bug-finding claims (the mutant zoo, the search's reach of each corner, planted bugs found and
+shrunk). Those two run when named, ``pytest tests/nocover tests/quality``, as CI does in a step
+of its own.
 
 The ``ci`` profile (fast, derandomized, no example database; see checks/search/profiles.py) is the
 default, so ``pytest`` gives the same verdict on every machine. Choose another with
@@ -22,6 +31,17 @@ register_profiles()
 # Loaded at import, before Hypothesis's pytest plugin configures: its --hypothesis-profile option,
 # applied in pytest_configure, then overrides this.
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))
+
+
+NAMED_ONLY = ("nocover", "quality")
+"""The folders a bare ``pytest`` leaves out, and that run when named."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out :data:`NAMED_ONLY` unless a path was named on the command line."""
+    if config.option.file_or_dir or collection_path.name not in NAMED_ONLY:
+        return None
+    return collection_path.parent == Path(__file__).parent
 
 
 def pytest_configure(config: pytest.Config) -> None:

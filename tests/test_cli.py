@@ -78,3 +78,19 @@ def test_synth_refuses_a_question_one_request_cannot_answer(
 ) -> None:
     assert cli.main(["synth", "reuse", "--requests", "1"]) == 2
     assert "'reuse' needs --requests >= 2, got 1" in capsys.readouterr().err
+
+
+def test_z3_takes_checks_again_after_an_interrupted_command() -> None:
+    """The watchdog cancels Z3's context to stop a solve; a process that calls ``main`` again
+    (a test, an embedding program) must find Z3 usable, not "push canceled"."""
+    import z3
+
+    cli._interrupt_solvers()  # without what follows, the push below is "push canceled"
+    cli._solvers_usable_again()
+    z3.Solver().push()
+    # A call refused once leaves its error for the next call to raise: cleared too.
+    cli._interrupt_solvers()
+    with pytest.raises(z3.Z3Exception, match="canceled"):
+        z3.Solver().push()
+    cli._solvers_usable_again()
+    z3.Solver().push()

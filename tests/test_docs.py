@@ -49,8 +49,8 @@ def test_the_teaching_trace_table_is_what_replay_prints(
 
 
 def test_the_mutation_score_in_the_docs_counts_the_zoo() -> None:
-    # That every mutant is caught with its id is tests/test_mutant_zoo.py's; the figure here is
-    # the zoo's size, which a new mutant changes.
+    # That every mutant is caught with its id is tests/quality/test_mutant_zoo.py's; the figure
+    # here is the zoo's size, which a new mutant changes.
     from kvsched.checks.mutants.zoo import ZOO
 
     score = re.search(r"Mutation score: (\d+)/(\d+)", (ROOT / "docs" / "checking.md").read_text())

@@ -13,8 +13,8 @@ consumed at the default sizes on z3-solver 5.4.1; the induction budget also cove
 the ``rlimit count`` statistic before and after every check, during
 ``run_proofs(ProofPlan(broken=True))``, ``run_engine_proofs(EnginePlan())`` and the teaching
 questions; ``kvsched prove --json`` prints the units of every line (the sum over its queries),
-and ``pytest -m slow tests/test_z3_budgets.py`` checks the headroom again. The largest single
-consumption, in units (about 4 to 8 million a second on the project's machine, at rest):
+and ``pytest -m slow tests/nocover/test_z3_budgets.py`` checks the headroom again. The largest
+single consumption, in units (about 4 to 8 million a second on the project's machine, at rest):
 
 ====================  =========================================  ==============
 budget                largest consumption measured               budget

@@ -3,8 +3,8 @@
 Uniformly random workloads almost never hit the cases where schedulers break: two requests that
 arrive together, a prompt that ends exactly on a page boundary, a pool with not one page to spare.
 So every size here is drawn from a mix of a corner value and a general range, and Hypothesis's own
-bias towards boundary values does the rest. ``tests/test_strategies.py`` counts how often each
-corner comes up, so a change that stops reaching one fails a test.
+bias towards boundary values does the rest. ``tests/quality/test_strategies.py`` counts how often
+each corner comes up, so a change that stops reaching one fails a test.
 
 Corners reached (spec section in brackets):
 

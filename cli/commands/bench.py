@@ -17,7 +17,7 @@ The gate looks only at the ``track_*`` figures of ``benchmarks/teaching.py`` and
 ``benchmarks/families.py``: deterministic replays, so any change is real. A figure that got worse
 (or failed) exits 1. Times and memory vary by tens of percent on shared cores; they are printed
 for information and never fail the gate. ``--quick`` runs the fast deterministic benchmarks once
-each, in well under a minute; CI runs it (tests/test_bench_smoke.py).
+each, in well under a minute; CI runs it (tests/nocover/test_bench_smoke.py).
 """
 
 from __future__ import annotations

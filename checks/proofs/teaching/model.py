@@ -11,9 +11,9 @@ of the semantics:
   formed; otherwise k opens the next batch the iteration after the previous one drains;
 - a request started in iteration s finishes in ``s + output - 1``.
 
-``tests/test_teaching_trace.py`` cross-checks these closed forms against the reference engine.
-They hold only for that shape: :func:`~kvsched.checks.proofs.scope.teaching_scope` says whether a
-workload has it, and :meth:`TeachingModel.pin` refuses one that does not.
+``tests/nocover/test_teaching_trace.py`` cross-checks these closed forms against the reference
+engine. They hold only for that shape: :func:`~kvsched.checks.proofs.scope.teaching_scope` says
+whether a workload has it, and :meth:`TeachingModel.pin` refuses one that does not.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ FEATURE_CORNERS: dict[str, tuple[str, ...]] = {
     "long_runs": ("long run",),
 }
 """The corner events each swarm feature exists to produce (the others' corners are counted on
-drawn workloads by tests/test_strategies.py)."""
+drawn workloads by tests/quality/test_strategies.py)."""
 
 ONLY_BY_SHAPES = ("preemption of a request running ahead",)
 """Corners the generated test cases of the ci search do not reach (none of its 100 under this

@@ -128,7 +128,7 @@ def test_the_strengthening_facts_are_needed(
 
 
 def test_spec_proofs_md_writes_down_every_fact_of_the_proof() -> None:
-    text = (Path(__file__).parents[1] / "spec" / "proofs.md").read_text()
+    text = (Path(__file__).parents[2] / "spec" / "proofs.md").read_text()
     facts = [*STATE_FACTS, *STEP_FACTS, *z3_induction.LEMMAS]
     missing = [f.name for f in facts if f"| {f.name} |" not in text]
     assert not missing

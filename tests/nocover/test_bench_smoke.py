@@ -17,7 +17,7 @@ import pytest
 from kvsched.cli import main
 from kvsched.reports.bench.verdict import parse_compare
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 IDENTITY = ["-c", "user.name=kvsched tests", "-c", "user.email=tests@kvsched.invalid"]
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
