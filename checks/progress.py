@@ -59,3 +59,30 @@ def result(found: object) -> None:
     listener = _LISTENER.get()
     if listener is not None:
         listener.result(found)
+
+
+@contextmanager
+def within(part: str) -> Iterator[None]:
+    """Tell every phase of the block as a phase of ``part`` ("mutant 3/38, leak on finish"), so
+    a command running many checks shows which one a phase belongs to."""
+    listener = _LISTENER.get()
+    if listener is None:
+        yield
+        return
+    with listening(_Within(part, listener)):
+        yield
+
+
+class _Within:
+    def __init__(self, part: str, listener: Listener) -> None:
+        self.part = part
+        self.listener = listener
+
+    def phase(self, name: str, total: int | None) -> None:
+        self.listener.phase(f"{self.part}: {name}", total)
+
+    def advance(self, done: int) -> None:
+        self.listener.advance(done)
+
+    def result(self, found: object) -> None:
+        self.listener.result(found)

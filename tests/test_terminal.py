@@ -74,6 +74,24 @@ def test_progress_the_early_allocator_verdict_and_the_first_line_on_a_terminal(
     assert re.fullmatch(rf"PASS  {re.escape(argv[1])}: every invariant holds \(\d+\.\d s\)", first)
 
 
+def test_prove_shows_which_proof_is_under_way_on_a_terminal(tmp_path: Path) -> None:
+    argv = ["prove", "--requests", "2", "--bmc-requests", "2", "--policy", "static"]
+    code, drawn = on_a_terminal(argv, tmp_path, _env(tmp_path))
+    assert code == 0, drawn
+    plain = ANSI.sub("", drawn)
+    for phase in ("page lemmas", "static: induction over 2 symbolic requests"):
+        assert phase in plain, plain
+
+
+def test_mutants_show_which_mutant_is_checked_on_a_terminal(tmp_path: Path) -> None:
+    zoo = tmp_path / "zoo.py"
+    zoo.write_text("from kvsched.checks.mutants.zoo import ZOO as EVERY\nZOO = EVERY[:2]\n")
+    code, drawn = on_a_terminal(["mutants", "--zoo", str(zoo)], tmp_path, _env(tmp_path))
+    assert code == 0, drawn
+    plain = ANSI.sub("", drawn)
+    assert re.search(r"mutant 1/2, [^:]+: \w+: monitor on the teaching trace", plain), plain
+
+
 def test_a_finding_is_the_first_line_coloured_on_a_terminal(tmp_path: Path) -> None:
     argv = ["check", str(LEARNER / "buggy_leak.py"), "--policy", "static", "--max-examples", "5"]
     code, drawn = on_a_terminal(argv, tmp_path, _env(tmp_path))

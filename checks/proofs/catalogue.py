@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kvsched.checks import progress
 from kvsched.checks.proofs.bmc import Bounds, check_drains, find_violation
 from kvsched.checks.proofs.budgets import DEFAULT, Budgets
 from kvsched.checks.proofs.compare import DOMINANCE, prove_never_later
@@ -98,17 +99,22 @@ class ProofPlan:
 
 def run_proofs(plan: ProofPlan) -> tuple[ProofResult, ...]:
     budgets = plan.budgets
+    progress.phase("page lemmas, for all integers")
     results = list(page_lemmas(budgets.lemma))
     premises: list[Obligation] = []
     for policy in plan.policies:
+        progress.phase(f"{policy}: induction over {plan.requests} symbolic requests")
         obligations = prove_inductive(Rules(policy), plan.requests, budgets.induction)
         premises += obligations
         results += induction(policy, plan.requests, obligations)
     if set(plan.policies) == set(POLICY_NAMES):
+        progress.phase("continuous never finishes a request later than static")
         results.append(never_later(plan.requests, budgets.induction, premises))
     for policy in plan.policies:
+        progress.phase(f"{policy}: bounded liveness ({plan.bounds.requests} requests)")
         results.append(bounded_liveness(policy, plan.bounds, budgets.bmc))
     if plan.broken:
+        progress.phase("the broken models, each refuted")
         results += [broken(name, plan.bounds, budgets.bmc) for name in BROKEN]
     return tuple(results)
 

@@ -55,10 +55,17 @@ def main(args: argparse.Namespace) -> int:
             zoo = load_zoo(args.zoo)
         except ZooError as error:
             raise UsageError(str(error)) from None
+    from kvsched.checks import progress
+    from kvsched.commands.terminal import showing_progress
+
     outcomes = []
-    with tempfile.TemporaryDirectory(prefix="kvsched-mutants-") as workdir:
-        for mutant in zoo:
-            outcomes.append(check_mutant(mutant, Path(workdir), profile=args.profile))
+    with (
+        tempfile.TemporaryDirectory(prefix="kvsched-mutants-") as workdir,
+        showing_progress(plain=args.json),  # on a terminal: which mutant, and its check's phase
+    ):
+        for number, mutant in enumerate(zoo, 1):
+            with progress.within(f"mutant {number}/{len(zoo)}, {mutant.name}"):
+                outcomes.append(check_mutant(mutant, Path(workdir), profile=args.profile))
     caught, total = mutation_score(outcomes)
     if args.json:
         rows = [

@@ -102,12 +102,15 @@ def main(args: argparse.Namespace) -> int:
         bounds=Bounds(requests=args.bmc_requests),
         broken=args.broken,
     )
+    from kvsched.commands.terminal import showing_progress
+
     started = time.perf_counter()
-    if args.engine:
-        results, (methods, not_covered) = _engine(args, budgets), _engine_notes()
-    else:
-        results = proofs.run_proofs(plan)
-        methods, not_covered = proofs.METHODS, proofs.NOT_COVERED
+    with showing_progress(plain=args.json):  # on a terminal: which proof is under way
+        if args.engine:
+            results, (methods, not_covered) = _engine(args, budgets), _engine_notes()
+        else:
+            results = proofs.run_proofs(plan)
+            methods, not_covered = proofs.METHODS, proofs.NOT_COVERED
     wall = time.perf_counter() - started
     outcome = proofs.outcome(results)
     if args.json:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from kvsched.checks import progress
 from kvsched.checks.proofs.budgets import DEFAULT, Budgets
 from kvsched.checks.proofs.catalogue import ProofResult
 from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
@@ -69,8 +70,11 @@ NO_THRASH_DESIGNS: dict[Batching, bool | None] = {"mixed": None, "prefill-first"
 
 
 def run_engine_proofs(plan: EnginePlan) -> tuple[ProofResult, ...]:
+    progress.phase("the engine designs: safety by induction")
     results = [safety(b, plan) for b in BATCHINGS]
+    progress.phase("the engine designs: no thrashing")
     results += [never_thrashes(b, plan) for b in BATCHINGS]
+    progress.phase("the engine designs: thrashing searched, bounded")
     for batching, admits in NO_THRASH_DESIGNS.items():
         bounds = replace(plan.bounds, page_sizes=plan.page_sizes, admit_after_preemption=admits)
         results.append(thrash(batching, bounds, plan))
