@@ -73,3 +73,24 @@ def test_a_log_is_not_called_a_smallest_workload(
 def test_dec_1s_title_fits_a_request_that_produced_no_token() -> None:
     # The lesson model's DEC-1 finding is a request in the batch that produced nothing.
     assert "exactly one in the lesson model" in BY_ID["DEC-1"].title
+
+
+def test_a_saved_counterexample_is_told_by_its_file_not_by_a_blob() -> None:
+    """A person replays the workload file; Hypothesis's blob is for a search's own replay, and
+    stays in --json."""
+    from dataclasses import replace
+
+    from kvsched.checks.monitor.findings import Finding
+    from kvsched.checks.verdict.render import explain
+    from kvsched.checks.verdict.report import Evidence, FailingWorkload, build_verdict
+
+    workload = Workload("w", Limits(2, 4, 8), (Request("a", 0, 4, 2),))
+    finding = Finding(invariant="PAGE-3", iteration=2, message="page 1 leaked")
+    failing = FailingWorkload(workload, "the teaching trace, made smaller by Hypothesis", "AXc=")
+    verdict = build_verdict("t", "scheduler", "continuous", Evidence(), finding, failing)
+    assert "Hypothesis reproduce blob: AXc=" in explain(verdict)
+    saved = replace(verdict, counterexample=replace(failing, saved_to="/tmp/w.json"))
+    told = explain(saved)
+    assert "blob" not in told
+    assert "Workload file: /tmp/w.json" in told
+    assert "(the teaching trace, made smaller by Hypothesis)" in told

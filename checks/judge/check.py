@@ -230,7 +230,7 @@ def check_scheduler(
             f"policy, fewer than the {minimum} the {options.profile} profile needs for a pass"
         )
         return replace(clean, inconclusive=(*clean.inconclusive, short))
-    failing = FailingWorkload(found.workload, "Hypothesis (shrunk)", found.reproduce)
+    failing = FailingWorkload(found.workload, "a workload Hypothesis drew, shrunk", found.reproduce)
     return verdict(evidence, found.finding, failing)
 
 

@@ -92,7 +92,9 @@ class Trial:
         if self.options.hypothesis and not _tiny(smallest) and not self.deadline.expired:
             other = self.search(invariant).counterexample
             if other is not None and _size(other.workload) < _size(smallest):
-                smallest, found_by, blob = other.workload, "Hypothesis (shrunk)", other.reproduce
+                # What the user ran shows the violation first: named first, then who made it small.
+                found_by = f"{source}, made smaller by Hypothesis"
+                smallest, blob = other.workload, other.reproduce
         small_finding = self.measured(smallest)[0]
         if small_finding is None or small_finding.invariant != invariant:
             return FailingWorkload(workload, source), finding  # the target is not deterministic

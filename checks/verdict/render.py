@@ -221,6 +221,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
             policy = f" --policy {verdict.policy}" if verdict.policy else ""
             lines.append(f"  {reproduce} --workload {failing.saved_to}{policy}")
         lines.append(f"  kvsched replay {failing.saved_to}   (the reference schedulers on it)")
-    if failing is not None and failing.reproduce_blob:
+    if failing is not None and failing.reproduce_blob and not failing.saved_to:
+        # The workload file replays it exactly; the blob (in --json) is for a search's own replay.
         lines.append(f"Hypothesis reproduce blob: {failing.reproduce_blob}")
     return escaped("\n".join(lines))
