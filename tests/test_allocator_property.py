@@ -95,3 +95,27 @@ def test_a_fault_only_far_past_the_explicit_examples_is_found_and_shrunk(wrong_f
     finding = check_allocator(wraps, Deadline(5.0)).finding
     assert finding is not None and finding.invariant == "PAGE-1"
     assert "'wastedSlots' must be capacity - tokens" in finding.message
+
+
+def test_an_allocator_exact_only_to_an_80_digit_decimal_fails() -> None:
+    """Exact far past any float and any 64-bit int, to about 2**266, and no further: the
+    exercise asks for any size of int."""
+    import decimal
+
+    def decimal_80(tokens: int, page_size: int = 16) -> dict[str, int]:
+        with decimal.localcontext() as context:
+            context.prec = 80
+            pages = int(
+                (decimal.Decimal(tokens) / decimal.Decimal(page_size)).to_integral_value(
+                    rounding=decimal.ROUND_CEILING
+                )
+            )
+        return {
+            "pages": pages,
+            "capacity": pages * page_size,
+            "wastedSlots": pages * page_size - tokens,
+        }
+
+    assert decimal_80(2**200 + 1, 3) == allocate_kv_pages(2**200 + 1, 3)  # exact this far
+    finding = check_allocator(decimal_80, Deadline(5.0)).finding
+    assert finding is not None and finding.invariant == "PAGE-1"

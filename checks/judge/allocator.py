@@ -5,7 +5,7 @@ positive int. Within it every value must be exact, for any size of int, so the c
 property over that whole domain, run by Hypothesis: the lesson's corners (0 tokens, a page filled
 exactly or partway, page size 1, the default page size) and the integers where float division
 loses the last unit (2**53 +/- 1, 2**63, 10**30) are explicit examples, tried first on every run;
-then Hypothesis draws more, of every bit length up to 256, and as often one token either side of
+then Hypothesis draws more, of every bit length up to 4,096, and as often one token either side of
 a whole number of pages, against the exact integer reference. A fixed list would pass an
 allocator that is exact on that list alone; the drawn inputs change with the run's seed (fixed
 under the derandomized ``ci`` profile unless one is given), and the verdict counts every call.
@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.search.profiles import use_kvsched_cache
+from kvsched.checks.search.runs import ALLOCATOR_BITS
 from kvsched.checks.targets.deadline import CallTimeout, Deadline
 from kvsched.checks.verdict.report import AllocatorVerdict
 from kvsched.reference.pages import allocate_kv_pages as reference_allocate
@@ -46,15 +47,15 @@ CORNER_CASES: tuple[tuple[int, int | None], ...] = (
 LARGE_CASES: tuple[tuple[int, int | None], ...] = (
     (2**53 - 1, 1), (2**53, 1), (2**53 + 1, 1), (2**53 + 1, 2), (2**53 + 17, None),
     (2**63, None), (2**63 + 1, None), (2**64 - 1, 3), (10**30, None), (10**30 + 1, 7),
-    (10**30, 10**15 + 1),
+    (10**30, 10**15 + 1), (10**300 + 1, 7), (2**4000 + 1, None),
 )  # fmt: skip
 
 
 VALUE_CASES = CORNER_CASES + LARGE_CASES
 """The explicit examples, tried first on every run, in this order."""
 
-MAX_BITS = 256
-"""The longest ints drawn, in bits: far past any float's precision and any fixed-width int."""
+MAX_BITS = ALLOCATOR_BITS
+"""The longest ints drawn, in bits (:data:`~kvsched.checks.search.runs.ALLOCATOR_BITS`)."""
 
 
 @st.composite

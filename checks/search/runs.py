@@ -75,6 +75,13 @@ PROFILE_RUNS: dict[Profile, ProfileRuns] = {
 }
 
 
+ALLOCATOR_BITS = 4096
+"""The longest ints drawn for a learner's ``allocate_kv_pages``, in bits (1,234 digits): the
+exercise asks for any size of int, so the draws run far past any float, any fixed-width int and
+any ``decimal`` precision a solution might set (80 digits is exact only to about 2**266), and
+stay well inside what crosses the wire to a hosted target (4,300 digits)."""
+
+
 def profile_runs(name: str) -> ProfileRuns:
     """The runs of profile ``name``; a ``ValueError`` names the known profiles otherwise."""
     if name not in PROFILE_RUNS:

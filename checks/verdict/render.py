@@ -19,6 +19,7 @@ from collections import Counter
 from tabulate import tabulate
 
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.search.runs import ALLOCATOR_BITS
 from kvsched.checks.verdict.report import (
     HOLDS,
     INCONCLUSIVE,
@@ -122,7 +123,8 @@ def allocator_line(allocator: AllocatorVerdict) -> str:
     if allocator.finding is None:
         return (
             f"allocate_kv_pages: holds on {plural(allocator.calls, 'input')} "
-            "(exact values from 0 tokens to 2**256, full and partial pages; section 2)"
+            f"(exact values from 0 tokens to 2**{ALLOCATOR_BITS}, full and partial pages; "
+            "section 2)"
         )
     finding = allocator.finding
     return (
