@@ -119,6 +119,37 @@ def check_workloads(size: int = CHECK_SIZE) -> tuple[Workload, ...]:
     return tuple(generate(family, size, 0) for family in CHECK_FAMILIES)
 
 
+LONG_CONTEXTS = "the long-context workload"
+"""How a check's evidence names :func:`long_contexts`."""
+LONG_CONTEXT_PAGES = 1024
+"""The usable pool of :func:`long_contexts` a check replays: 16,384 tokens in pages of 16."""
+
+
+def long_contexts(
+    page_size: int = 16, usable_pages: int = LONG_CONTEXT_PAGES, reserved: int = 0
+) -> Workload:
+    """Contexts at the far end of what the pool allows, which the families (hundreds of tokens)
+    never reach: a request whose peak fills the whole usable pool, block tables of hundreds of
+    pages, one that crosses 256 pages while it decodes, and a short one beside them. Their peaks
+    together exceed the pool, so the long ones wait for each other. ``reserved``: page ids the
+    target keeps for itself, added to the pool."""
+    pool_pages = usable_pages + reserved
+    whole = usable_pages * page_size
+    made = (
+        Request("whole-pool", 0, whole - 1, 1),
+        Request("long-a", 1, 300 * page_size + 7, 20),
+        Request("past-256", 1, 256 * page_size - 2, 24),
+        Request("short", 2, 10, 5),
+        Request("long-b", 3, 500 * page_size - 3, 8),
+    )
+    return Workload(
+        "long-contexts",
+        Limits(batch_limit=4, page_size=page_size, pool_pages=pool_pages),
+        made,
+        description="contexts up to the whole pool: block tables of hundreds of pages",
+    )
+
+
 def family_named(name: str) -> Family:
     """The family called ``name`` (one of :data:`FAMILIES`, ``scale`` or ``shared-prefix``)."""
     if name in NAMED:

@@ -3,8 +3,9 @@
 For a scheduler, under its policy, in this order, stopping at the first violation:
 
 1. the runtime monitor over the fixed workloads: the one given with ``--workload`` (first, so a
-   saved counterexample replays exactly), then the lesson's teaching trace, then the seeded
-   check families at the sizes the profile gives a target of its kind (``ProfileRuns``);
+   saved counterexample replays exactly), then the lesson's teaching trace, then contexts up to
+   the whole usable pool (``reference.families.long_contexts``), then the seeded check families
+   at the sizes the profile gives a target of its kind (``ProfileRuns``);
 2. Hypothesis (:func:`kvsched.checks.search.explore.search`) over generated workloads, under
    the selected profile.
 
@@ -52,7 +53,13 @@ from kvsched.checks.verdict.report import (
     build_verdict,
     with_allocator,
 )
-from kvsched.reference.families import check_source, check_workloads
+from kvsched.reference.families import (
+    LONG_CONTEXT_PAGES,
+    LONG_CONTEXTS,
+    check_source,
+    check_workloads,
+    long_contexts,
+)
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
@@ -169,6 +176,11 @@ def check_scheduler(
     if options.teaching_trace:
         fixed.append((load_teaching_trace(), "the teaching trace"))
     if options.families:
+        # Contexts up to the whole pool the target can use: page ids it reserves come on top.
+        reserved = len(properties.reserved_pages) if properties is not None else 0
+        long = long_contexts(usable_pages=LONG_CONTEXT_PAGES, reserved=reserved)
+        if properties is None or not properties.unservable(long.requests, long.limits):
+            fixed.append((long, LONG_CONTEXTS))
         for size in profile_runs(options.profile).families(kind):
             fixed.extend((w, check_source(size)) for w in check_workloads(size))
     names: list[str] = []
