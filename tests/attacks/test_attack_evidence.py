@@ -104,8 +104,9 @@ def test_a_missing_function_fails_in_the_pytest_plugin(tmp_path: Path) -> None:
 
 
 # A scheduler with a real bug past the fixed workloads' reach would need Hypothesis to find it;
-# this one sleeps just under the per-call limit until three quarters of the budget are gone, so
-# that the search would start no example. However it ends, it is never a pass on thin evidence.
+# this one sleeps in every call (well under the per-call limit, so no hang is found) until three
+# quarters of the budget are gone, so that the search would start no example. However it ends,
+# it is never a pass on thin evidence.
 STARVE = """
 import time
 from kvsched.reference import ContinuousScheduler
@@ -115,7 +116,7 @@ _SLOW_UNTIL = time.monotonic() + {slow}
 class Attack(ContinuousScheduler):
     def schedule(self):
         if time.monotonic() < _SLOW_UNTIL:
-            time.sleep(0.4)
+            time.sleep(0.25)
         return super().schedule()
 """
 
@@ -131,7 +132,7 @@ def test_a_starved_search_is_never_a_pass(tmp_path: Path, capsys: object) -> Non
         "--z3-requests",
         "0",
         "--json",
-        timeout=0.5,
+        timeout=2.0,  # the sleep stays far under it on a loaded machine: no hang is found
         fast=False,
     )
     document = json.loads(outcome.out)
