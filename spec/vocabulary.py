@@ -23,6 +23,10 @@ Policy = Literal["static", "continuous"]
 """The lesson's two batching policies (spec/semantics.md, section 5)."""
 POLICY_NAMES: tuple[Policy, ...] = get_args(Policy)
 
+Expected = Literal["learner", "scheduler", "log"]
+"""What a grader says a submission must be (``kvsched check --expect``)."""
+EXPECTATIONS: tuple[Expected, ...] = get_args(Expected)
+
 Profile = Literal["ci", "dev", "thorough"]
 """How hard the Hypothesis search tries: fast and derandomized in CI, deeper by hand."""
 PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)

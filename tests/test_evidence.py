@@ -19,7 +19,13 @@ from kvsched.checks.targets.load import SchedulerTarget, TargetError
 from kvsched.checks.targets.source import defined_functions, expect, target_kind
 from kvsched.checks.verdict.machine import render_json, render_junit_xml
 from kvsched.checks.verdict.render import render_table
-from kvsched.checks.verdict.report import INCONCLUSIVE, PASS, Report
+from kvsched.checks.verdict.report import (
+    INCONCLUSIVE,
+    PASS,
+    Evidence,
+    Report,
+    build_verdict,
+)
 from kvsched.cli import main
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine import run
@@ -170,6 +176,13 @@ def test_a_check_that_judged_nothing_is_inconclusive() -> None:
     assert "nothing was judged" in report.reasons[0]
     root = ElementTree.fromstring(render_junit_xml(report))
     assert root.get("tests") == "1" and root.get("errors") == "1"
+
+
+def test_a_verdict_whose_runs_judged_no_iteration_is_inconclusive() -> None:
+    empty = build_verdict("t", "scheduler", "continuous", Evidence(), None)
+    assert empty.outcome == INCONCLUSIVE
+    assert "no iteration was judged" in empty.reasons[0]
+    assert Report("t", (empty,)).exit_code == ExitCode.INCONCLUSIVE
 
 
 def test_a_finding_wins_over_thin_evidence(tmp_path: Path) -> None:

@@ -211,7 +211,7 @@ def check_scheduler(
             return verdict(evidence, finding, failing)
     evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names), coverage=coverage)
     if not options.hypothesis:
-        return _judged(verdict(evidence, None))
+        return verdict(evidence, None)
     result = trial.search()
     excused += result.excused
     evidence = replace(
@@ -223,7 +223,7 @@ def check_scheduler(
     )
     found = result.counterexample
     if found is None:
-        clean = _judged(verdict(evidence, None))
+        clean = verdict(evidence, None)
         minimum = options.minimum_examples
         if result.examples >= minimum:
             if not result.budget_spent:
@@ -244,10 +244,3 @@ def check_scheduler(
         return replace(clean, inconclusive=(*clean.inconclusive, short))
     failing = FailingWorkload(found.workload, "a workload Hypothesis drew, shrunk", found.reproduce)
     return verdict(evidence, found.finding, failing)
-
-
-def _judged(verdict: Verdict) -> Verdict:
-    """``verdict``, inconclusive if its runs judged nothing at all."""
-    if verdict.evidence.coverage.runs or verdict.failed:
-        return verdict
-    return replace(verdict, inconclusive=(*verdict.inconclusive, "no workload was run"))

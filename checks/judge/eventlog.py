@@ -9,7 +9,6 @@ to the violation.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.check import check_stream
@@ -64,7 +63,7 @@ def check_event_log(
             "checked, and page ids in a finding are stand-ins"
         )
     notes += [f"also violated: {later}" for later in checked.later]
-    verdict = build_verdict(
+    return build_verdict(
         label,
         "event log",
         properties.policy,
@@ -78,6 +77,3 @@ def check_event_log(
         efficiency_on="the recorded log",
         excused=checked.excused,
     )
-    if checked.iterations or finding is not None:
-        return verdict
-    return replace(verdict, inconclusive=(f"{label} records no iteration: nothing was judged",))

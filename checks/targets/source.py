@@ -19,11 +19,15 @@ from pathlib import Path
 from typing import Literal
 
 from kvsched.checks.targets.load import TargetError, is_event_log
+from kvsched.spec.vocabulary import Expected
 
 Kind = Literal["scheduler", "learner", "event log"]
-KINDS: tuple[Kind, ...] = typing.get_args(Kind)
-EXPECTED = {"scheduler": "scheduler", "learner": "learner", "log": "event log"}
-"""``--expect``'s words for each kind."""
+EXPECTED: dict[Expected, Kind] = {
+    "scheduler": "scheduler",
+    "learner": "learner",
+    "log": "event log",
+}
+"""The kind each of ``--expect``'s words asks for."""
 
 LearnerFunction = Literal["allocate_kv_pages", "schedule_iteration"]
 LEARNER_FUNCTIONS: tuple[LearnerFunction, ...] = typing.get_args(LearnerFunction)
@@ -40,7 +44,7 @@ def target_kind(spec: str) -> Kind:
     return "learner"
 
 
-def expect(spec: str, expected: str | None) -> Kind:
+def expect(spec: str, expected: Expected | None) -> Kind:
     """TARGET's kind, refused (exit 2) where the grader's ``--expect`` names another one."""
     kind = target_kind(spec)
     if expected is not None and EXPECTED[expected] != kind:

@@ -72,7 +72,7 @@ def _verdict_json(verdict: Verdict) -> dict[str, Any]:
         "policy": verdict.policy,
         "ok": verdict.ok,
         "outcome": verdict.outcome,
-        "inconclusive": [escaped(reason) for reason in verdict.inconclusive],
+        "inconclusive": [escaped(reason) for reason in verdict.reasons],
         "invariants": [
             {
                 "id": r.invariant,

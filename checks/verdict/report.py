@@ -136,6 +136,14 @@ class Verdict:
     budget ran out): with no finding, the verdict is inconclusive."""
 
     @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the verdict is inconclusive, if it is: :attr:`inconclusive`, and whether its runs
+        judged no iteration at all, whatever stopped them."""
+        if self.failed or self.evidence.coverage.iterations:
+            return self.inconclusive
+        return (*self.inconclusive, "no iteration was judged: nothing ran")
+
+    @property
     def failed(self) -> bool:
         """Whether a violation was found: a finding of the runs', or of the allocator's."""
         return self.finding is not None or self.allocator_finding is not None
@@ -144,7 +152,7 @@ class Verdict:
     def outcome(self) -> str:
         if self.failed:
             return FAIL
-        return INCONCLUSIVE if self.inconclusive else PASS
+        return INCONCLUSIVE if self.reasons else PASS
 
     @property
     def ok(self) -> bool:
@@ -218,7 +226,7 @@ class Report:
         """Why the check is inconclusive, if it is (no finding, too little evidence); ()."""
         reasons = [*self.inconclusive]
         for verdict in self.verdicts:
-            reasons += [r for r in verdict.inconclusive if r not in reasons]
+            reasons += [r for r in verdict.reasons if r not in reasons]
         if not self.verdicts and self.allocator is None:
             reasons.append("nothing was judged: the check ran no workload and no call")
         return tuple(reasons)

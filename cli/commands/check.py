@@ -17,7 +17,7 @@ from typing import Any
 from kvsched.commands import UsageError
 from kvsched.commands.limits import add_limit_options, confinement_from
 from kvsched.commands.output import emit, writing
-from kvsched.spec.vocabulary import DECLARATIONS, POLICY_NAMES, PROFILE_NAMES
+from kvsched.spec.vocabulary import DECLARATIONS, EXPECTATIONS, POLICY_NAMES, PROFILE_NAMES
 
 
 def register(subparsers: Any) -> None:
@@ -96,7 +96,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--expect",
-        choices=("learner", "scheduler", "log"),
+        choices=EXPECTATIONS,
         help="what TARGET must be, as the grader knows it: a learner's file (both of its "
         "functions are judged), a scheduler class or an event log; any other form is refused "
         "(exit 2) before anything runs",

@@ -36,23 +36,18 @@ def _check(folder: Path, sandbox: str, *extra: str) -> str:
     stderr, the JSON report and the JUnit file; the check must end in a finding."""
     junit, report = folder / "junit.xml", folder / "report.json"
     command = [sys.executable, "-m", "kvsched", "check", "attack.py:Attack", *FAST, *extra]
-    done = subprocess.run(
-        [*command, "--sandbox", sandbox, "--timeout", "10", "--junit-xml", str(junit)],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "KVSCHED_TEST_SECRET": SECRET},
-        check=False,
-    )
-    json_done = subprocess.run(
-        [*command, "--sandbox", sandbox, "--timeout", "10", "--json"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "KVSCHED_TEST_SECRET": SECRET},
-        check=False,
+    command += ["--sandbox", sandbox, "--timeout", "10"]
+    done, json_done = (
+        subprocess.run(
+            [*command, *output],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "KVSCHED_TEST_SECRET": SECRET},
+            check=False,
+        )
+        for output in (["--junit-xml", str(junit)], ["--json"])
     )
     report.write_text(json_done.stdout, encoding="utf-8")
     for run in (done, json_done):

@@ -14,36 +14,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from attack_harness import FAST, SLACK_SECONDS, processes_with
+from waiting import SLOW, wait_for
 
 from kvsched.cli import GRACE_SECONDS
 from kvsched.spec.vocabulary import ExitCode
 
 HOST = "kvsched.checks.targets.host"
-SLOW = '''
-import time
-from kvsched.reference import ContinuousScheduler
-
-class Slow(ContinuousScheduler):
-    """Sleeps in its first call, far longer than the test waits."""
-
-    def schedule(self):
-        time.sleep(300)
-        return super().schedule()
-'''
-
-
-def _wait_for(condition: Callable[[], object], seconds: float) -> bool:
-    ends = time.monotonic() + seconds
-    while time.monotonic() < ends:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _hosts_of(pid: int) -> set[int]:
@@ -83,7 +63,7 @@ def test_a_signal_ends_the_check_and_its_host(
         text=True,
     )
     try:
-        assert _wait_for(lambda: _hosts_of(process.pid), SLACK_SECONDS), "no host started"
+        assert wait_for(lambda: _hosts_of(process.pid), SLACK_SECONDS), "no host started"
         time.sleep(1.0)  # into the sleeping call, past the host's start-up
         assert process.poll() is None, process.communicate()
         started = _hosts_of(process.pid)  # once kvsched is gone, a leaked host has no parent
@@ -99,6 +79,6 @@ def test_a_signal_ends_the_check_and_its_host(
     assert seconds < GRACE_SECONDS + 1.5, seconds  # about a second, on a busy machine
     assert err.startswith(line) and err.count("\n") == 1, err
     assert "Traceback" not in err + out, (out, err)
-    assert _wait_for(lambda: not set(processes_with(HOST)) & started, 5.0), (
+    assert wait_for(lambda: not set(processes_with(HOST)) & started, 5.0), (
         f"the host outlived kvsched: {sorted(set(processes_with(HOST)) & started)}"
     )

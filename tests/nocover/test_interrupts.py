@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from waiting import SLOW, wait_for
 
 from kvsched.cli import GRACE_SECONDS
 from kvsched.spec.vocabulary import ExitCode
@@ -95,28 +96,6 @@ class Shrunk(ContinuousScheduler):
         return replace(outcome, finished=outcome.finished + again)
 """
 
-SLOW = """
-import time
-from kvsched.reference import ContinuousScheduler
-
-
-class Slow(ContinuousScheduler):
-    '''Sleeps in its first call, far longer than the test waits.'''
-
-    def schedule(self):
-        time.sleep(300)
-        return super().schedule()
-"""
-
-
-def _wait_for(condition: Callable[[], object], seconds: float) -> bool:
-    ends = time.monotonic() + seconds
-    while time.monotonic() < ends:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
 
 def interrupt(
     arguments: list[str],
@@ -137,7 +116,7 @@ def interrupt(
         start_new_session=group,
     )
     try:
-        reached = _wait_for(lambda: ready() or process.poll() is not None, STARTING)
+        reached = wait_for(lambda: ready() or process.poll() is not None, STARTING)
         assert reached and process.poll() is None, ("the phase was not reached", process.poll())
         if group:
             os.killpg(process.pid, sent)
@@ -250,7 +229,7 @@ def test_a_signal_ends_a_sweep_and_its_workers(
     sweep = ["sweep", "grid.toml", "--out", "out", "--jobs", jobs]
     outcome = interrupt(sweep, tmp_path, sent, _after(5.0), group)
     assert_stopped(outcome, sent, "sweep", quiet=False)
-    assert _wait_for(lambda: not _workers_in(tmp_path), 5.0), _workers_in(tmp_path)
+    assert wait_for(lambda: not _workers_in(tmp_path), 5.0), _workers_in(tmp_path)
 
 
 def _workers_in(folder: Path) -> list[int]:
