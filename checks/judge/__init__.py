@@ -3,7 +3,11 @@
 - :mod:`.hosted`: a target in a process of its own, the way ``kvsched check`` judges;
 - :mod:`.check`: a scheduler or a learner's file, under its policy;
 - :mod:`.eventlog`: a recorded event log, offline;
-- :mod:`.allocator`: a learner's ``allocate_kv_pages``, called directly.
+- :mod:`.allocator`: a learner's ``allocate_kv_pages``, called directly;
+- :mod:`.proved`: what Z3 proved of a reference design, proved once and cited from the cache.
+
+Each verdict is built once, from everything its check collected (findings, coverage, the
+allocator's calls, the proofs): nothing amends it afterwards.
 """
 
 from kvsched.checks.judge.check import CheckOptions, check_target

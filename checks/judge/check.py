@@ -32,7 +32,7 @@ from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.proofs.evidence import modelled_policy, proved_invariants
+from kvsched.checks.proofs.evidence import modelled_policy
 from kvsched.checks.search.runs import profile_runs
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.targets.learner import learner_factory
@@ -44,14 +44,13 @@ from kvsched.checks.targets.load import (
     TargetError,
 )
 from kvsched.checks.targets.source import LEARNER_FUNCTIONS
-from kvsched.checks.verdict import report as verdict_report
 from kvsched.checks.verdict.report import (
+    AllocatorVerdict,
     Evidence,
     FailingWorkload,
     Report,
     Verdict,
     build_verdict,
-    with_allocator,
 )
 from kvsched.reference.families import (
     LONG_CONTEXT_PAGES,
@@ -101,17 +100,13 @@ def check_target(
             properties = replace(properties, policy=options.policy)
         where = f"{target.spec} (its policy and properties = TargetProperties(...))"
         enforce(options.allowed, properties, policy, where)
-        verdict = check_scheduler(
-            target.spec, "scheduler", target.factory, policy, properties, options, deadline
-        )
         if modelled is None:
             modelled = modelled_policy(target.factory)
-        if verdict.ok and options.proof_requests and modelled and modelled == policy:
-            size = options.proof_requests
-            progress.phase(f"{policy}: Z3 induction proofs, {size} symbolic requests")
-            proved = proved_invariants(policy, size)  # Z3's own resource budget
-            evidence = replace(verdict.evidence, proved=proved, proof_requests=size)
-            verdict = verdict_report.with_evidence(verdict, evidence, properties)
+        cited = options.proof_requests and modelled and modelled == policy
+        verdict = check_scheduler(
+            target.spec, "scheduler", target.factory, policy, properties, options, deadline,
+            proofs=options.proof_requests if cited else 0,
+        )  # fmt: skip
         seconds = time.monotonic() - started
         return Report(target.spec, (verdict,), seconds=seconds, notes=(replay_note(options),))
     if isinstance(target, LearnerTarget):
@@ -136,9 +131,10 @@ def check_target(
                     solution.schedule_iteration, policy, isolated=solution.isolated
                 )
                 verdict = check_scheduler(
-                    target.spec, "learner", factory, policy, None, options, deadline
-                )
-                verdicts.append(with_allocator(verdict, allocator))
+                    target.spec, "learner", factory, policy, None, options, deadline,
+                    allocator=allocator,
+                )  # fmt: skip
+                verdicts.append(verdict)
         # The exercise is both functions: a part that is missing is a part not judged.
         return Report(
             target.spec,
@@ -164,8 +160,15 @@ def check_scheduler(
     properties: TargetProperties | None,
     options: CheckOptions,
     deadline: Deadline,
+    allocator: AllocatorVerdict | None = None,
+    proofs: int = 0,
 ) -> Verdict:
-    """The verdict on one scheduler under ``policy``: fixed workloads first, then Hypothesis."""
+    """The verdict on one scheduler under ``policy``: fixed workloads first, then Hypothesis.
+
+    ``allocator``: a learner's ``allocate_kv_pages``, already called directly. ``proofs``: the
+    number of symbolic requests of the Z3 induction proofs a clean verdict cites, 0 for none (only
+    the reference schedulers have models). The verdict is built once, from all of it.
+    """
     trial = Trial(deadline.factory(factory), policy, properties, options, deadline)
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:
@@ -188,11 +191,23 @@ def check_scheduler(
     measured_on = ""
 
     def verdict(
-        evidence: Evidence, finding: Finding | None, failing: FailingWorkload | None = None
+        evidence: Evidence,
+        finding: Finding | None,
+        failing: FailingWorkload | None = None,
+        notes: tuple[str, ...] = (),
+        inconclusive: tuple[str, ...] = (),
     ) -> Verdict:
+        if proofs and finding is None and not inconclusive:
+            # A clean verdict cites what Z3 proved of the design: proved once, then cached.
+            from kvsched.checks.judge.proved import cited_proofs
+
+            progress.phase(f"{policy}: Z3 induction proofs, {proofs} symbolic requests")
+            proved = cited_proofs(policy, proofs)  # Z3's own resource budget
+            evidence = replace(evidence, proved=proved, proof_requests=proofs)
         return build_verdict(
-            label, kind, policy, evidence, finding, failing, properties=properties,
+            label, kind, policy, evidence, finding, failing, notes, properties=properties,
             efficiency=efficiency, efficiency_on=measured_on, excused=excused,
+            allocator=allocator, inconclusive=inconclusive,
         )  # fmt: skip
 
     runs, excused, coverage = 0, Excused(), Coverage()  # over the runs judged
@@ -222,25 +237,26 @@ def check_scheduler(
         coverage=coverage + result.coverage,
     )
     found = result.counterexample
-    if found is None:
-        clean = verdict(evidence, None)
-        minimum = options.minimum_examples
-        if result.examples >= minimum:
-            if not result.budget_spent:
-                return clean
-            spent = (
-                f"The time budget stopped the search under {policy or 'its own'} policy after "
-                f"{result.examples} examples, past the profile's minimum of {minimum} but before "
-                "its count; where it stops depends on the machine's speed, so rerun with a "
-                "larger --budget to run them all."
-            )
-            return replace(clean, notes=(*clean.notes, spent))
+    if found is not None:
+        failing = FailingWorkload(
+            found.workload, "a workload Hypothesis drew, shrunk", found.reproduce
+        )
+        return verdict(evidence, found.finding, failing)
+    minimum = options.minimum_examples
+    if result.examples < minimum:
         # The budget stops no search short of the minimum (search's ``minimum``): a search
         # still short of it ended for another reason, which the target may have caused.
         short = (
             f"Hypothesis ran {plural(result.examples, 'example')} under {policy or 'its own'} "
             f"policy, fewer than the {minimum} the {options.profile} profile needs for a pass"
         )
-        return replace(clean, inconclusive=(*clean.inconclusive, short))
-    failing = FailingWorkload(found.workload, "a workload Hypothesis drew, shrunk", found.reproduce)
-    return verdict(evidence, found.finding, failing)
+        return verdict(evidence, None, inconclusive=(short,))
+    if not result.budget_spent:
+        return verdict(evidence, None)
+    spent = (
+        f"The time budget stopped the search under {policy or 'its own'} policy after "
+        f"{result.examples} examples, past the profile's minimum of {minimum} but before "
+        "its count; where it stops depends on the machine's speed, so rerun with a "
+        "larger --budget to run them all."
+    )
+    return verdict(evidence, None, notes=(spent,))

@@ -52,8 +52,9 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
     except BudgetSpent as spent:
         # The overall budget ended the check while the target ran: too little was judged for
         # a pass, and running out of time is not a violation of the target's.
-        judged = build_verdict(spec, kind, policy, Evidence(), None, exercised=frozenset())
-        verdict = replace(judged, inconclusive=(str(spent),))
+        verdict = build_verdict(
+            spec, kind, policy, Evidence(), None, exercised=frozenset(), inconclusive=(str(spent),)
+        )
         report = Report(spec, (verdict,), seconds=time.monotonic() - started)
     except HostFailure as failure:
         finding = Finding(invariant="PROTO-1", iteration=0, message=str(failure))

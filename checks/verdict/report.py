@@ -17,7 +17,7 @@ These are plain frozen dataclasses: the check builds them in a child process and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
@@ -128,7 +128,7 @@ class Verdict:
     """The run they were measured on: "the teaching trace", "the given workload"."""
     allocator_finding: Finding | None = None
     """The learner's ``allocate_kv_pages``, called directly, broke one of this table's
-    invariants (:func:`with_allocator`): the table says so instead of contradicting it."""
+    invariants: the table says so instead of contradicting it."""
     declarations: tuple[Excuse, ...] = ()
     """Each declaration that took an invariant out or relaxed it, and what it excused."""
     inconclusive: tuple[str, ...] = ()
@@ -179,28 +179,6 @@ class AllocatorVerdict:
     @property
     def ok(self) -> bool:
         return self.finding is None
-
-
-def with_allocator(verdict: Verdict, allocator: AllocatorVerdict | None) -> Verdict:
-    """``verdict`` with the allocator's finding in its row, so one invariant has one verdict.
-
-    A learner's tables come from runs whose page counts the monitor checks; the allocator is
-    checked by direct calls. When those calls break PAGE-1, the tables' PAGE-1 row says so too.
-    """
-    if allocator is None or allocator.finding is None:
-        return verdict
-    finding = allocator.finding
-    rows = tuple(
-        replace(
-            row,
-            status=VIOLATED,
-            how=f"allocate_kv_pages called directly ({allocator.calls} calls): see above",
-        )
-        if row.invariant == finding.invariant and row.status != VIOLATED
-        else row
-        for row in verdict.invariants
-    )
-    return replace(verdict, invariants=rows, allocator_finding=finding)
 
 
 @dataclass(frozen=True)
@@ -263,6 +241,8 @@ def build_verdict(
     efficiency_on: str = "",
     later: tuple[Finding, ...] | None = None,
     excused: Excused | None = None,
+    allocator: AllocatorVerdict | None = None,
+    inconclusive: tuple[str, ...] = (),
 ) -> Verdict:
     """Build the verdict for every invariant of the catalogue from the check's outcome.
 
@@ -272,10 +252,16 @@ def build_verdict(
     ``later``: the check went on after ``finding`` and found these first violations of other
     invariants (``kvsched check --all-findings``); ``None``: it stopped at ``finding``.
     ``excused``: what the monitor counted of the declarations' excuses over the runs.
+    ``allocator``: a learner's ``allocate_kv_pages`` called directly; when those calls break an
+    invariant, its row says so too, so one invariant has one verdict.
+    ``inconclusive``: why the evidence is too thin for a pass, if it is.
+
+    The verdict is built once, from everything the check collected: nothing amends it after.
     """
     applicable_ids = {i.id for i in applicable(policy, properties)}
     violated = {f.invariant for f in (finding, *(later or ())) if f is not None}
     stopped = finding is not None and later is None  # else it checked on (all findings)
+    allocated, calls = (allocator.finding, allocator.calls) if allocator else (None, 0)
     rows = []
     for invariant in CATALOGUE:
         if invariant.id in violated:
@@ -286,7 +272,10 @@ def build_verdict(
             status = NOT_CHECKED
         else:
             status = HOLDS
-        if status == NOT_APPLICABLE:
+        if allocated is not None and invariant.id == allocated.invariant and status != VIOLATED:
+            status = VIOLATED
+            how = f"allocate_kv_pages called directly ({calls} calls): see above"
+        elif status == NOT_APPLICABLE:
             how = _why_not(invariant.id, policy, properties)
         elif status == NOT_CHECKED and finding is not None:
             how = f"stopped at {finding.invariant}"
@@ -309,18 +298,9 @@ def build_verdict(
         efficiency=efficiency,
         efficiency_on=efficiency_on,
         declarations=() if excused is None else excuses(properties, policy, excused),
+        allocator_finding=allocated,
+        inconclusive=inconclusive,
     )
-
-
-def with_evidence(
-    verdict: Verdict, evidence: Evidence, properties: TargetProperties | None
-) -> Verdict:
-    """A clean verdict again, with more evidence (a proof) behind its rows."""
-    rebuilt = build_verdict(
-        verdict.target, verdict.kind, verdict.policy, evidence, None, properties=properties,
-        efficiency=verdict.efficiency, efficiency_on=verdict.efficiency_on,
-    )  # fmt: skip
-    return replace(rebuilt, declarations=verdict.declarations)
 
 
 def undeclared_note(skipped: list[str]) -> str:
