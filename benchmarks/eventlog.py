@@ -26,7 +26,7 @@ from typing import ClassVar
 import msgspec
 
 from benchmarks.logs import write_engine_log, write_logs, write_long_log
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.runtime import Monitor
 

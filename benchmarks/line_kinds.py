@@ -14,7 +14,7 @@ import time
 from collections import Counter
 
 from kvsched.checks.eventlog import steady
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.version2 import Admit, Decode, Finish, IterationLine
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.source import decode_line, numbered_lines
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.eventlog.version2 import DECODER, line_keys

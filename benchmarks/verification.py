@@ -66,7 +66,7 @@ class HypothesisSearch:
 
 
 class Z3Proofs:
-    """The page lemmas (checks/proofs/pages.py) and the induction proof for 3 requests."""
+    """The page lemmas (checks/proofs/page_lemmas.py) and the induction proof for 3 requests."""
 
     timeout = 300
     pages: ModuleType
@@ -76,7 +76,7 @@ class Z3Proofs:
     induction_budget: float
 
     def setup(self) -> None:
-        self.pages = _module("kvsched.checks.proofs.pages")
+        self.pages = _module("kvsched.checks.proofs.page_lemmas")
         self.induction = _module("kvsched.checks.proofs.induction")
         self.model = _module("kvsched.checks.proofs.model")
         # Z3 budgets are resource units since checks/proofs/budgets.py; before it, seconds.

@@ -23,7 +23,7 @@ from kvsched.spec.scope import COVERED, Scope, outside
 from kvsched.spec.workload import Workload, pages_for
 
 from .engine_scheduler.config import EngineConfig
-from .scope import invalid_workload
+from .fastpath_scope import invalid_workload
 
 STEPPED = "the stepped engine, kvsched.reference.engine.run with the engine scheduler"
 

@@ -34,8 +34,8 @@ from kvsched.spec.workload import Workload, WorkloadError, pages_for
 
 from .columns import Columns, Waits, columns_of
 from .engine import Run
+from .fastpath_scope import REFERENCE_POLICIES, invalid_workload, policy_scope, replay_scope
 from .metrics import RunMetrics, admission_iterations, percentile
-from .scope import REFERENCE_POLICIES, invalid_workload, policy_scope, replay_scope
 
 __all__ = [
     "REFERENCE_POLICIES",

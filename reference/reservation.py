@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from kvsched.spec.figure2 import MAX_MODEL_LEN
+from kvsched.spec.vllm_paper import MAX_MODEL_LEN
 from kvsched.spec.vocabulary import Reservation, assert_never
 from kvsched.spec.workload import Request, Workload, pages_for
 

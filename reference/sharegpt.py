@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 
-from kvsched.spec.figure2 import MAX_MODEL_LEN
+from kvsched.spec.vllm_paper import MAX_MODEL_LEN
 from kvsched.spec.workload import Limits, Request, Workload
 
 PROMPT_SCALE = 119.4

@@ -2,7 +2,7 @@
 paper's (docs/figure2.md).
 
 Every figure in "ours" is read off the runs (:func:`kvsched.reference.reservation.measure`);
-the paper's come from :mod:`kvsched.spec.figure2`. Sentences that compare the two compute what
+the paper's come from :mod:`kvsched.spec.vllm_paper`. Sentences that compare the two compute what
 they say, so a rerun that changes a figure changes the sentence with it.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from kvsched.reference.memory_use import MemoryShares
-from kvsched.spec.figure2 import (
+from kvsched.spec.vllm_paper import (
     MAX_MODEL_LEN,
     MEAN_OUTPUT_TOKENS,
     MEAN_PROMPT_TOKENS,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_eventlog_v2 import header, iteration, write
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload
 

@@ -14,8 +14,8 @@ from test_eventlog import validator
 from test_eventlog_v2 import header, iteration, write
 from test_steady import assert_same
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.spec.properties import TargetProperties, parse_properties, properties_to_json
 from kvsched.spec.workload import Limits, Request, Workload
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from test_eventlog_v2 import assert_rejected, header, iteration, write
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.spec.workload import Limits, Request, Workload
 
 

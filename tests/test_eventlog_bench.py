@@ -16,7 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("decode", "stream", "read", "check", "full", "monitor")

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.ids import QueueReader, split_queue
 from kvsched.checks.eventlog.jsonl import EventLogError
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.reference import POLICIES

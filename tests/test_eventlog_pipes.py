@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.targets.load import EventLogTarget, TargetError, is_event_log, load_target
 
 LOGS = Path(__file__).resolve().parent / "logs"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.reference import POLICIES
 from kvsched.reference.engine import run

@@ -12,8 +12,8 @@ import pytest
 from engines.record import SCENARIOS
 from test_eventlog_v2 import FIRST, LAZY, SECOND, W, assert_rejected, header, iteration, write
 
-from kvsched.checks.eventlog.check import LogCheck, check_stream
 from kvsched.checks.eventlog.jsonl import read_run
+from kvsched.checks.eventlog.log_check import LogCheck, check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.spec.workload import workload_to_json
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError, log_lines
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.monitor import monitor_run
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.spec.events import fixed_order

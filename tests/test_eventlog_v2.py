@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from engines.record import SCENARIOS
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.header import parse_header
 from kvsched.checks.eventlog.jsonl import EventLogError, check_log, read_run
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.cli import main
 from kvsched.spec.properties import TargetProperties, properties_to_json

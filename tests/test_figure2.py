@@ -17,7 +17,7 @@ from kvsched.reference.reservation import measure
 from kvsched.reference.sharegpt import sharegpt_like
 from kvsched.reports.figure2 import figure2_section, ordering_holds
 from kvsched.reports.render import to_html, to_markdown
-from kvsched.spec.figure2 import MEAN_OUTPUT_TOKENS, MEAN_PROMPT_TOKENS, TOKEN_SLOTS
+from kvsched.spec.vllm_paper import MEAN_OUTPUT_TOKENS, MEAN_PROMPT_TOKENS, TOKEN_SLOTS
 from kvsched.spec.vocabulary import MEMORY_USES, RESERVATIONS, Reservation
 from kvsched.spec.workload import Workload
 

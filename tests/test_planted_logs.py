@@ -48,8 +48,8 @@ from planted_order import (
 from planted_sources import of_version
 from planted_tokens import double_token, drop_token, long_chunk
 
-from kvsched.checks.eventlog.check import LogCheck, check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError
+from kvsched.checks.eventlog.log_check import LogCheck, check_stream
 
 SEED = 20261215
 

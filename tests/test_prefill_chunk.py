@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_eventlog_v2 import header, iteration, write
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.reference.bound import RunBound
 from kvsched.spec.properties import (
     PropertiesError,

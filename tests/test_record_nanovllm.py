@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.record.base import RecordOptions
 from kvsched.checks.record.nanovllm_engine import FILES, load
 from kvsched.cli import main

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from test_record_vllm import EXAMPLES, crowded
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.record.base import RecordOptions
 from kvsched.cli import main
 from kvsched.reference.families import FAMILIES, generate

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.record.base import RecordOptions
 from kvsched.spec.workload import Limits, Request, Workload, peak_pages
 

@@ -14,8 +14,8 @@ import pytest
 from test_record_vllm import crowded
 from test_record_vllm_policies import prioritized, redeclared
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.record.base import RecordOptions, early_end
 from kvsched.reference.families import FAMILIES, generate
 from kvsched.spec.workload import Limits, Request, Workload

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import pytest
 
+from kvsched.checks.proofs.lesson_scope import model_scope, teaching_scope, workload_scope
 from kvsched.checks.proofs.model import Rules
-from kvsched.checks.proofs.scope import model_scope, teaching_scope, workload_scope
 from kvsched.checks.proofs.teaching.model import TeachingModel
 from kvsched.checks.proofs.teaching.reconstruct import build_workload
 from kvsched.checks.proofs.workload import concrete_workload
 from kvsched.reference.fastpath import replay
-from kvsched.reference.scope import replay_scope
+from kvsched.reference.fastpath_scope import replay_scope
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.scope import OutOfScope
 from kvsched.spec.teaching import load_teaching_trace

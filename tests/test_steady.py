@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from engines.record import SCENARIOS
 
-from kvsched.checks.eventlog.check import LogCheck, check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError, read_run
+from kvsched.checks.eventlog.log_check import LogCheck, check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.mutants.zoo import ZOO
 from kvsched.reference import ContinuousScheduler, StaticScheduler, run

@@ -13,7 +13,7 @@ from typing import Any
 
 from test_steady import assert_same, write_v2
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload

@@ -18,7 +18,7 @@ from pathlib import Path
 from test_steady import assert_same
 from test_steady_lazy import busy_rows
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.steady_pages import DeferredPages
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.spec.properties import TargetProperties

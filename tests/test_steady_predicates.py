@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from steady_cases import ALLOCATION_CASES, LINE_CASES, REQUEST_CASES, Rows
 
-from kvsched.checks.eventlog.check import LogCheck, check_stream
 from kvsched.checks.eventlog.jsonl import EventLogError
+from kvsched.checks.eventlog.log_check import LogCheck, check_stream
 from kvsched.checks.monitor import registry
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kvsched.checks.eventlog.check import check_stream
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.record.base import RecordOptions
 from kvsched.spec.applicability import applicable

@@ -1,4 +1,4 @@
-"""The page-accounting lemma, proved for all integers (checks/proofs/pages.py), and honest
+"""The page-accounting lemma, proved for all integers (checks/proofs/page_lemmas.py), and honest
 verdicts."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvsched.checks.proofs.budgets import DEFAULT
-from kvsched.checks.proofs.pages import LEMMAS, PageLemma, ceil_pages, prove_lemma
+from kvsched.checks.proofs.page_lemmas import LEMMAS, PageLemma, ceil_pages, prove_lemma
 from kvsched.checks.proofs.query import EXHAUSTED, NOT_PROVED, PROVED, REFUTED, prove
 from kvsched.reference.pages import allocate_kv_pages
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.lines import LOG_FORMAT, LOG_VERSION, EventLogError, event_json
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.stream import LogReader
 from kvsched.checks.monitor.findings import Finding
 from kvsched.reference.engine import Run

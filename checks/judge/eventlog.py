@@ -1,7 +1,7 @@
 """The verdict on a recorded event log: a run from any engine, judged offline.
 
 The log (spec/eventlog.md) carries its workload and the target's declared properties, so nothing
-of the engine that wrote it is imported: :func:`~kvsched.checks.eventlog.check.check_stream`
+of the engine that wrote it is imported: :func:`~kvsched.checks.eventlog.log_check.check_stream`
 reads it line by line and the runtime monitor checks each line as it comes. A recording cannot
 be rerun or shrunk, so a violation is shown on the log's own workload, iteration by iteration up
 to the violation.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.header import LogHeader
 from kvsched.checks.eventlog.lines import EventLogError
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.judge.grade import enforce
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.verdict.declarations import declared

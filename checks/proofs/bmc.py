@@ -39,7 +39,7 @@ from kvsched.checks.proofs.query import (
     limit,
     prove,
 )
-from kvsched.checks.proofs.replay import first_violation
+from kvsched.checks.proofs.simulate import first_violation
 from kvsched.checks.proofs.steps import FACT_IDS, catalogue_checks
 from kvsched.checks.proofs.workload import (
     SymbolicWorkload,

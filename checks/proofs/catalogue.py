@@ -26,7 +26,7 @@ from kvsched.checks.proofs.induction import LEMMAS as STEP_LEMMAS
 from kvsched.checks.proofs.induction import Obligation, prove_inductive
 from kvsched.checks.proofs.invariant import STATE_FACTS
 from kvsched.checks.proofs.model import BROKEN, Rules
-from kvsched.checks.proofs.pages import LEMMAS, prove_lemma
+from kvsched.checks.proofs.page_lemmas import LEMMAS, prove_lemma
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED, Answer
 from kvsched.checks.proofs.steps import LIVE_CONCLUSION, STEP_FACTS
 from kvsched.spec.vocabulary import POLICY_NAMES

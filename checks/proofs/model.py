@@ -25,8 +25,8 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.pages import lemma_instances
-from kvsched.checks.proofs.scope import model_scope
+from kvsched.checks.proofs.lesson_scope import model_scope
+from kvsched.checks.proofs.page_lemmas import lemma_instances
 from kvsched.checks.proofs.workload import SymbolicWorkload
 from kvsched.spec.properties import TargetProperties
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.pages import ceil_pages, lemma_instances
-from kvsched.checks.proofs.scope import workload_scope
+from kvsched.checks.proofs.lesson_scope import workload_scope
+from kvsched.checks.proofs.page_lemmas import ceil_pages, lemma_instances
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 

@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.reference.sharegpt import sharegpt_like
     from kvsched.reports.figure2 import figure2_section
     from kvsched.reports.render import to_html, to_markdown
-    from kvsched.spec.figure2 import TOKEN_SLOTS
+    from kvsched.spec.vllm_paper import TOKEN_SLOTS
     from kvsched.spec.vocabulary import RESERVATIONS
 
     workload = sharegpt_like(args.requests, args.seed, TOKEN_SLOTS)

@@ -29,8 +29,8 @@ from kvsched.reference.engine_fastpath import engine_metrics
 from kvsched.reference.engine_scheduler import CONFIGS
 from kvsched.reference.families import columns_from_spec, workload_from_spec
 from kvsched.reference.fastpath import replay, replay_columns, replay_scope
+from kvsched.reference.fastpath_scope import policy_scope
 from kvsched.reference.metrics import RunMetrics
-from kvsched.reference.scope import policy_scope
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.text import id_list, page_list, plural

@@ -25,7 +25,7 @@ from kvsched.checks.proofs.engine.results import BATCHINGS, NO_THRASH_DESIGNS, E
 from kvsched.checks.proofs.engine.unroll import EngineBounds, search
 from kvsched.checks.proofs.induction import prove_inductive
 from kvsched.checks.proofs.model import BROKEN, Rules
-from kvsched.checks.proofs.pages import LEMMAS, prove_lemma
+from kvsched.checks.proofs.page_lemmas import LEMMAS, prove_lemma
 from kvsched.checks.proofs.query import EXHAUSTED, NOT_PROVED, PROVED
 from kvsched.cli import main
 
@@ -52,7 +52,7 @@ def test_an_exhausted_budget_is_not_proved_every_time_and_the_shipped_budget_pro
 # same units exactly, whatever the load.
 SAME_WORK = """
 from kvsched.checks.proofs.budgets import DEFAULT
-from kvsched.checks.proofs.pages import LEMMAS, prove_lemma
+from kvsched.checks.proofs.page_lemmas import LEMMAS, prove_lemma
 print([prove_lemma(lemma, DEFAULT.lemma).units for lemma in LEMMAS])
 print(prove_lemma(LEMMAS[0], 50).reason)
 """

@@ -19,16 +19,16 @@ from kvsched.checks.monitor import monitor_run
 from kvsched.checks.proofs.budgets import DEFAULT
 from kvsched.checks.proofs.engine import induction, liveness, step
 from kvsched.checks.proofs.engine.claims import no_thrash
+from kvsched.checks.proofs.engine.design_scope import engine_scope
 from kvsched.checks.proofs.engine.induction import prove_safety
 from kvsched.checks.proofs.engine.liveness import prove_no_thrash
-from kvsched.checks.proofs.engine.replay import (
+from kvsched.checks.proofs.engine.results import EnginePlan, run_engine_proofs
+from kvsched.checks.proofs.engine.trajectories import (
     concrete_system,
     confirm,
     model_trajectory,
     reference_trajectory,
 )
-from kvsched.checks.proofs.engine.results import EnginePlan, run_engine_proofs
-from kvsched.checks.proofs.engine.scope import engine_scope
 from kvsched.checks.proofs.engine.unroll import EngineBounds, engine_config, search
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
 from kvsched.reference.engine import run

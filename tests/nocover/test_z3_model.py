@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 
 from kvsched.checks.proofs.model import BROKEN, Rules
-from kvsched.checks.proofs.replay import first_violation, trajectory
+from kvsched.checks.proofs.simulate import first_violation, trajectory
 from kvsched.checks.search.strategies import workloads
 from kvsched.reference import POLICIES, run
 from kvsched.spec.teaching import load_teaching_trace

@@ -24,7 +24,7 @@ from kvsched.checks.proofs.catalogue import ProofResult
 from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT, SAFETY_STATEMENTS, no_thrash
 from kvsched.checks.proofs.engine.induction import InductionAnswer, prove_safety
 from kvsched.checks.proofs.engine.liveness import prove_no_thrash
-from kvsched.checks.proofs.engine.replay import confirm
+from kvsched.checks.proofs.engine.trajectories import confirm
 from kvsched.checks.proofs.engine.unroll import EngineBounds, design_words, search
 from kvsched.checks.proofs.query import NOT_PROVED, PROVED, REFUTED
 from kvsched.spec.vocabulary import Batching

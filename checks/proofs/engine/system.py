@@ -16,7 +16,7 @@ from typing import Any
 import z3
 
 from kvsched.checks.proofs.engine.slots import EMPTY, Slots
-from kvsched.checks.proofs.pages import ceil_pages
+from kvsched.checks.proofs.page_lemmas import ceil_pages
 from kvsched.spec.vocabulary import Batching
 
 ABSENT, WAITING, RUNNING, FINISHED = 0, 1, 2, 3

@@ -12,8 +12,9 @@ of the semantics:
 - a request started in iteration s finishes in ``s + output - 1``.
 
 ``tests/nocover/test_teaching_trace.py`` cross-checks these closed forms against the reference
-engine. They hold only for that shape: :func:`~kvsched.checks.proofs.scope.teaching_scope` says
-whether a workload has it, and :meth:`TeachingModel.pin` refuses one that does not.
+engine. They hold only for that shape:
+:func:`~kvsched.checks.proofs.lesson_scope.teaching_scope` says whether a workload has it, and
+:meth:`TeachingModel.pin` refuses one that does not.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from typing import Any
 import numpy as np
 import z3
 
-from kvsched.checks.proofs.scope import TEACHING_BATCH_LIMIT, TEACHING_REQUESTS, teaching_scope
+from kvsched.checks.proofs.lesson_scope import (
+    TEACHING_BATCH_LIMIT,
+    TEACHING_REQUESTS,
+    teaching_scope,
+)
 from kvsched.spec.teaching import (
     PUBLISHED,
     STORYBOARD_A_FINISHES,
@@ -109,7 +114,7 @@ class TeachingModel:
 
     def pin(self, workload: Workload) -> None:
         """Fix the unknowns to ``workload``'s arrivals and outputs; OutOfScope if the closed forms
-        do not describe it (:func:`~kvsched.checks.proofs.scope.teaching_scope`)."""
+        do not describe it (:func:`~kvsched.checks.proofs.lesson_scope.teaching_scope`)."""
         teaching_scope(workload).require("the teaching model")
         for k, request in enumerate(workload.requests):
             self.solver.add(self.arrival[k] == request.arrival)

@@ -17,7 +17,7 @@ from typing import Any
 import z3
 
 from kvsched.checks.monitor import monitor_run
-from kvsched.checks.proofs.engine.scope import engine_scope
+from kvsched.checks.proofs.engine.design_scope import engine_scope
 from kvsched.checks.proofs.engine.slots import Slots
 from kvsched.checks.proofs.engine.step import transition
 from kvsched.checks.proofs.engine.system import EngineState, EngineSystem, initial_state

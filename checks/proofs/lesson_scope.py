@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 
-from kvsched.reference.scope import REFERENCE_POLICIES, invalid_workload
+from kvsched.reference.fastpath_scope import REFERENCE_POLICIES, invalid_workload
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.scope import COVERED, Scope, beyond_lesson, outside
 from kvsched.spec.workload import Workload, arrival_order, peak_pages
