@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from kvsched.reference.engine import Run
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload, arrival_indices, peak_pages
 
 HIT_GROUP = "hit"
@@ -179,10 +180,10 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
     return counts
 
 
-def aim(result: Run, usable: int) -> None:
+def aim(result: Run, usable: int, corners: tuple[str, ...] = ()) -> None:
     """Count the run's corners in Hypothesis's statistics and steer the search towards them:
-    crowded runs, where size-dependent bugs live, and the corners of :func:`run_corners`.
-    ``usable`` is the pool less the target's reserved pages."""
+    crowded runs, where size-dependent bugs live, and ``corners`` of :func:`run_corners`
+    (:func:`targeted`). ``usable`` is the pool less the target's reserved pages."""
     workload, events = result.workload, result.events
     for corner in drawn_corners(workload):
         event(corner)
@@ -193,7 +194,7 @@ def aim(result: Run, usable: int) -> None:
         if count:
             event(corner)
     target(max(len(e.active) for e in events), label="active requests")
-    for corner in TARGETED:
+    for corner in corners:
         target(reached[corner], label=corner)
 
 
@@ -204,6 +205,21 @@ TARGETED = (
     "admission leaving no page free",
 )
 """The run corners the search climbs towards, each a count per run."""
+
+
+def targeted(properties: TargetProperties | None) -> tuple[str, ...]:
+    """The corners of :data:`TARGETED` the declared design may reach. A run of a design that
+    declares no preemption or no prefix sharing reaches a preemption or a prefix hit only by
+    breaking an invariant, which the monitor reports in that very run: climbing towards it
+    finds nothing more, and each target costs the search its own hill climb (a learner's check
+    spent most of its search there)."""
+    declared = properties if properties is not None else TargetProperties()
+    needs = {
+        "preemption": declared.preemption,
+        "preemption of a request running ahead": declared.preemption,
+        "full prefix hit": declared.prefix_sharing,
+    }
+    return tuple(corner for corner in TARGETED if needs.get(corner, True))
 
 
 def _shape(name: str, limits: Limits, *requests: Request) -> Workload:

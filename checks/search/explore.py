@@ -40,7 +40,7 @@ from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.search import profiles, runs
-from kvsched.checks.search.corners import BOUNDARY_SHAPES, aim
+from kvsched.checks.search.corners import BOUNDARY_SHAPES, aim, targeted
 from kvsched.checks.search.counterexample import (
     Counterexample,
     StatefulCounterexample,
@@ -162,6 +162,7 @@ def search(
     wanted = f" breaking {invariant}" if invariant else ""
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
     failed = False
+    corners = targeted(properties)
 
     @config
     @given(strategy if strategy is not None else search_workloads(profile_name(profile)))
@@ -176,7 +177,7 @@ def search(
         excused += seen
         coverage += reached(result)
         reserved = len(properties.reserved_pages) if properties is not None else 0
-        aim(result, workload.limits.pool_pages - reserved)
+        aim(result, workload.limits.pool_pages - reserved, corners)
         if finding is None:
             return
         if locked is None:
