@@ -13,7 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A violation found before the check ends: what remains is making its witness small, so
+    whoever watches knows the answer is FAIL while the shrinking goes on."""
+
+    invariant: str
+    where: str
+    """Where it broke, in words: "iteration 12 of the teaching trace"."""
 
 
 class Listener(Protocol):
@@ -27,7 +38,8 @@ class Listener(Protocol):
 
     def result(self, found: object) -> None:
         """A result known before the end (the allocator's verdict, an
-        :class:`~kvsched.checks.verdict.report.AllocatorVerdict`), for the listener to word."""
+        :class:`~kvsched.checks.verdict.report.AllocatorVerdict`; a :class:`Failed`), for the
+        listener to word."""
 
 
 _LISTENER: ContextVar[Listener | None] = ContextVar("kvsched_progress", default=None)
@@ -59,6 +71,11 @@ def result(found: object) -> None:
     listener = _LISTENER.get()
     if listener is not None:
         listener.result(found)
+
+
+def failed(invariant: str, where: str) -> None:
+    """Tell that ``invariant`` broke ``where``: the check will fail, whatever it does next."""
+    result(Failed(invariant, where))
 
 
 @contextmanager

@@ -97,6 +97,11 @@ def test_a_finding_is_the_first_line_coloured_on_a_terminal(tmp_path: Path) -> N
     code, drawn = on_a_terminal(argv, tmp_path, _env(tmp_path))
     assert code == 1, drawn
     assert "\x1b[1;31mFAIL\x1b[0m" in drawn
+    # The progress says so as soon as the violation is seen, while the witness is shrunk.
+    plain = ANSI.sub("", drawn)
+    told = re.search(r"Violation found: PAGE-3 broke at iteration \d+ of the teaching trace", plain)
+    assert told is not None, plain
+    assert told.start() < plain.index("FAIL  ")
     first = ANSI.sub("", drawn[drawn.index("FAIL") :]).splitlines()[0]
     assert first.startswith(
         f"FAIL  {argv[1]}: VIOLATION found: PAGE-3 in iteration 1 (static batching): "

@@ -221,6 +221,10 @@ def check_scheduler(
         if not measured_on:
             efficiency, measured_on = figures, source
         if finding is not None:
+            where = f"iteration {finding.iteration}" if finding.iteration else "the end of the run"
+            progress.failed(finding.invariant, f"{where} of {source}")
+            broken = finding.invariant
+            progress.phase(f"{policy or 'declared'}: making the {broken} witness smaller")
             evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names), coverage=coverage)
             failing, finding = trial.minimise(workload, finding, source)
             return verdict(evidence, finding, failing)

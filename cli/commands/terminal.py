@@ -64,12 +64,19 @@ class _Drawn:
             self.bar.update(self.task, completed=done)
 
     def result(self, found: object) -> None:
-        if isinstance(found, AllocatorVerdict):
-            from rich.text import Text
+        from rich.text import Text
 
-            took = time.monotonic() - self.started
+        took = time.monotonic() - self.started
+        if isinstance(found, AllocatorVerdict):
             line = f"{allocator_line(found)} ({took:.1f} s)"
             self.bar.console.print(Text(escaped(line)), soft_wrap=True)
+        elif isinstance(found, progress.Failed):
+            # The answer is known: FAIL. What follows only makes the witness small.
+            line = (
+                f"Violation found: {found.invariant} broke at {found.where}, so the check "
+                f"fails; now making its witness smaller ({took:.1f} s)"
+            )
+            self.bar.console.print(Text(escaped(line), style="bold red"), soft_wrap=True)
 
 
 @contextmanager
