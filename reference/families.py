@@ -16,7 +16,9 @@ The families, named ``ARRIVALS-LENGTHS-POOL``:
   way the offered load is ``load`` times what ``batch_limit`` slots decode at the family's mean
   output length.
 - lengths ``short`` (prompts 1-64, outputs 1-32 tokens), ``long`` (prompts 128-1024, outputs
-  100-300, mean about 200) and ``heavy`` (Pareto tails with index 2, capped at 4096 tokens).
+  100-300, mean about 200) and ``heavy`` (Pareto tails with index 2, capped at 4096 tokens);
+  outside the grid of :data:`FAMILIES`, ``brief`` (prompts 1-32, outputs 1-4) is the long run's
+  (:data:`LONG_RUN`), where many requests pass through the pool in few iterations.
 - pool ``roomy``: every batch fits at its peak, the pool never binds; ``tight``: the pool holds
   the batch's mean peak pages for only half its slots (or the largest request, if more), so the
   peak-page commitment rule of section 3.2 decides admission.
@@ -50,13 +52,15 @@ _Made = TypeVar("_Made", Workload, Columns)
 
 ARRIVALS = ("poisson", "bursty")
 LENGTHS = ("short", "long", "heavy")
+LENGTH_CLASSES = (*LENGTHS, "brief")
+"""Every length class a family may have; the grid of :data:`FAMILIES` crosses the first three."""
 POOLS = ("tight", "roomy")
 
 MEAN_BURST = 16
 """Mean number of requests in one burst of the ``bursty`` arrivals."""
 HEAVY_CAP = 4096
 """Longest heavy-tailed prompt or output, in tokens: a tail, but one that fits a pool."""
-_MEAN_OUTPUT = {"short": 16.5, "long": 200.0, "heavy": 16.0}
+_MEAN_OUTPUT = {"short": 16.5, "long": 200.0, "heavy": 16.0, "brief": 2.5}
 """Mean output tokens of each length class (heavy: about 2 x 8), for the arrival rate."""
 
 
@@ -117,6 +121,23 @@ CHECK_SOURCE = check_source()
 def check_workloads(size: int = CHECK_SIZE) -> tuple[Workload, ...]:
     """The workloads of :data:`CHECK_FAMILIES` at ``size`` requests, seed 0."""
     return tuple(generate(family, size, 0) for family in CHECK_FAMILIES)
+
+
+LONG_RUN = Family("check-long-run", "poisson", "brief", "tight", batch_limit=64)
+"""The long run every ``kvsched check`` of a scheduler class replays: requests of a few pages and
+a few tokens arriving at 95% of what 64 slots serve, through a pool that holds half of them. Ten
+thousand finish in about 800 iterations, each page passing through hundreds of tables: a leak,
+a counter or a free list that goes wrong only after thousands of requests shows in it."""
+
+
+def long_run_source(size: int) -> str:
+    """:func:`long_run` in words, as a check's evidence names it."""
+    return f"a long run of {size:,} requests"
+
+
+def long_run(size: int) -> Workload:
+    """``size`` requests of :data:`LONG_RUN`, seed 0."""
+    return generate(LONG_RUN, size, 0)
 
 
 LONG_CONTEXTS = "the long-context workload"
@@ -222,7 +243,7 @@ def generate_columns(family: Family | str, size: int, seed: int) -> Columns:
         raise ValueError(f"size must be a positive int, got {size!r}")
     for kind, value, known in (
         ("arrivals", family.arrivals, ARRIVALS),
-        ("lengths", family.lengths, LENGTHS),
+        ("lengths", family.lengths, LENGTH_CLASSES),
         ("pool", family.pool, POOLS),
     ):
         if value not in known:
@@ -282,6 +303,8 @@ def _lengths(rng: random.Random, lengths: str) -> tuple[int, int]:
         return _uniform(rng, 1, 64), _uniform(rng, 1, 32)
     if lengths == "long":
         return _uniform(rng, 128, 1024), _uniform(rng, 100, 300)
+    if lengths == "brief":
+        return _uniform(rng, 1, 32), _uniform(rng, 1, 4)
     return _pareto(rng, 16), _pareto(rng, 8)
 
 

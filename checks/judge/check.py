@@ -5,7 +5,8 @@ For a scheduler, under its policy, in this order, stopping at the first violatio
 1. the runtime monitor over the fixed workloads: the one given with ``--workload`` (first, so a
    saved counterexample replays exactly), then the lesson's teaching trace, then contexts up to
    the whole usable pool (``reference.families.long_contexts``), then the seeded check families
-   at the sizes the profile gives a target of its kind (``ProfileRuns``);
+   at the sizes the profile gives a target of its kind (``ProfileRuns``), then, for a class, a
+   long run of ten thousand requests or more (``reference.families.long_run``);
 2. Hypothesis (:func:`kvsched.checks.search.explore.search`) over generated workloads, under
    the selected profile.
 
@@ -58,6 +59,8 @@ from kvsched.reference.families import (
     check_source,
     check_workloads,
     long_contexts,
+    long_run,
+    long_run_source,
 )
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
@@ -184,8 +187,11 @@ def check_scheduler(
         long = long_contexts(usable_pages=LONG_CONTEXT_PAGES, reserved=reserved)
         if properties is None or not properties.unservable(long.requests, long.limits):
             fixed.append((long, LONG_CONTEXTS))
-        for size in profile_runs(options.profile).families(kind):
+        sizes = profile_runs(options.profile)
+        for size in sizes.families(kind):
             fixed.extend((w, check_source(size)) for w in check_workloads(size))
+        if kind == "scheduler" and sizes.long_run:
+            fixed.append((long_run(sizes.long_run), long_run_source(sizes.long_run)))
     names: list[str] = []
     efficiency: tuple[tuple[str, int], ...] = ()  # measured on the first fixed run
     measured_on = ""

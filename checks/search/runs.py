@@ -36,6 +36,11 @@ class ProfileRuns:
     learner_long_requests: int = 0
     """The same for a learner, whose runs cost the square of their size (9 CPU seconds in
     kvsched alone for 3,000 requests of ``check-bursty-short-tight``): dev stops at 5,000."""
+    long_run: int = 10_000
+    """Requests in the long run of a scheduler class (:func:`kvsched.reference.families.long_run`,
+    requests of a few tokens): finished requests by the ten thousand on every profile, at about a
+    second of CPU per 10,000 through a hosted class. A learner's state lists every request, so
+    its runs cost the square of their size and it gets none; its long families are the dev's."""
     allocator_examples: int = 200
     """Inputs Hypothesis draws for a learner's ``allocate_kv_pages``, past its explicit ones."""
     minimum_examples: int = 25
@@ -60,6 +65,7 @@ PROFILE_RUNS: dict[Profile, ProfileRuns] = {
         1000,
         long_requests=10_000,
         learner_long_requests=5_000,
+        long_run=100_000,
         allocator_examples=2000,
         minimum_examples=100,
     ),
@@ -69,6 +75,7 @@ PROFILE_RUNS: dict[Profile, ProfileRuns] = {
         1000,
         long_requests=50_000,
         learner_long_requests=10_000,
+        long_run=300_000,
         allocator_examples=20_000,
         minimum_examples=1000,
     ),
