@@ -11,6 +11,8 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_early_stops import STOPS, stopped
 
 from kvsched.checks.judge.eventlog import check_event_log
@@ -114,6 +116,42 @@ def test_the_schema_and_the_reader_judge_a_declaration_alike(
     assert not valid
     with pytest.raises(PropertiesError, match=f"^where: field {error}|^where: {error}"):
         parse_properties(target, where="where")
+
+
+def values(schema: dict[str, Any]) -> list[Any]:
+    """Values around what ``schema`` allows: each kind it names, its bounds and one past them, and
+    one of another kind; never a float, which JSON Schema reads as an integer when whole."""
+    if "enum" in schema:
+        return [*schema["enum"], "other"]
+    if "anyOf" in schema:
+        return [v for s in schema["anyOf"] for v in values(s)]
+    return {
+        "null": [None],
+        "boolean": [True, False, 1],
+        "integer": [schema.get("minimum", 0) - 1, schema.get("minimum", 0), 8, True],
+        "array": [[], [0], [0, 0], [1, 3], [-1], 0],
+        "string": ["", "continuous", 3],
+    }[schema["type"]]
+
+
+DOCUMENT = st.lists(st.sampled_from(DECLARATIONS), min_size=1, max_size=4, unique=True).flatmap(
+    lambda names: st.fixed_dictionaries(
+        {name: st.sampled_from(values(target_schema()["properties"][name])) for name in names}
+    )
+)
+
+
+@given(DOCUMENT)
+def test_the_schema_and_the_reader_agree_on_any_declaration(document: dict[str, Any]) -> None:
+    # With the table above, which breaks each rule on purpose: dropping any one of the seven
+    # if/then rules from the schema fails the table, and five of them fail this test too.
+    schema = jsonschema.Draft202012Validator(json.loads(TARGET_SCHEMA.read_text()))
+    try:
+        parse_properties(document)
+    except PropertiesError:
+        assert not schema.is_valid(document)
+    else:
+        assert schema.is_valid(document)
 
 
 def test_the_reader_is_stricter_than_json_schema_about_integers() -> None:
