@@ -5,49 +5,34 @@ first token in the iteration that admits it, every active request decodes one to
 iteration, admission commits each request's peak pages (3.2), pages are taken lazily and minimally
 (PAGE-1), and every page id of the pool is allocatable. Real engines differ, by design, in ways
 that are not bugs; a target declares them here so the monitor applies what fits instead of raising
-false alarms (spec/eventlog.md, section 4, says what each declaration changes):
+false alarms (spec/eventlog.md, section 4, says what each declaration changes).
 
-- ``admission="lazy"``: pages are taken as tokens are computed, with no peak commitment; a batch
-  that runs out of pages preempts (vLLM, nano-vllm). The default ``"peak"`` is section 3.2.
-- ``token_budget``: at most this many tokens computed per iteration (vLLM's
-  ``max_num_batched_tokens``, Sarathi's ``chunk_size``).
-- ``chunked_prefill``: a prompt may be computed over several iterations under the budget;
-  ``prefill_chunk``, if smaller, is the most one request computes in one (vLLM's
-  ``long_prefill_token_threshold``).
-- ``preemption``: a request may release all its pages and return to the waiting queue to
-  recompute (preemption by recompute, vLLM's default).
-- ``prefix_sharing``: a page may sit in several page tables at once when declared as shared
-  (prefix caching with reference counts).
-- ``reserve_ahead``: the allocator reserves pages ahead of need, up to the request's peak or
-  ``max_model_len`` tokens (Orca-style baselines); PAGE-1's "fewer than a page wasted" is relaxed
-  to "the reservation covers the tokens and stays within that bound".
-- ``reserved_pages``: page ids the pool never hands out (vLLM keeps block 0 as its null block).
-- ``watermark_pages``: pages the target keeps free when it admits (vLLM's watermark).
-- ``restart``: what a preempted request comes back as: ``"recompute"`` (the default: its prompt
-  and output so far, recomputed) or ``"fold"`` (vidur: what it had processed becomes its prompt).
-- ``stops_early``: a request may finish before its output length (an end-of-sequence token, a
-  stop string, an abort); its ``output_tokens`` is then its most (vLLM's ``max_tokens``).
+:class:`TargetProperties` is the one home of the declarations: each field's annotation says what
+it declares, its type and bounds, the invariants it relaxes and the declarations it needs
+(:func:`declare`). What lists or checks declarations is derived from it: their names
+(:data:`DECLARATIONS`, ``kvsched check --allow``), the validation of a declaration made in Python
+or read from JSON (one set of messages), the JSON Schema of a log header's ``target``
+(``schemas/target.schema.json``, :func:`target_schema`) and the invariants a verdict says each
+declaration relaxed (:data:`RELAXES`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from functools import cache
+from typing import Annotated, Any, NewType, TypeGuard, get_type_hints
 
-from .vocabulary import (
-    BUDGET_MODES,
-    CHUNKINGS,
-    ORDERS,
-    RESTARTS,
-    AdmissionOrder,
-    BudgetMode,
-    Chunking,
-    Restart,
-)
+import msgspec
+from msgspec import Meta
+
+from .vocabulary import AdmissionOrder, BudgetMode, Chunking, PageAdmission, Restart
 from .workload import Limits, Request, pages_for
 
-ADMISSION_MODES = ("peak", "lazy")
+Positive = Annotated[int, Meta(ge=1)]
+Count = Annotated[int, Meta(ge=0)]
+PageIds = Annotated[tuple[Count, ...], Meta(extra_json_schema={"uniqueItems": True})]
+"""Distinct page ids: the validation reads ``uniqueItems`` from the schema, as JSON Schema does."""
 
 
 class PropertiesError(ValueError):
@@ -55,112 +40,264 @@ class PropertiesError(ValueError):
 
 
 @dataclass(frozen=True)
+class Needs:
+    """A declaration that means something only with another: when its field takes one of the
+    values ``when``, the field ``other`` must take one of ``then``. An empty tuple stands for any
+    value but null (declared), as the field's default ``None`` is "not declared"."""
+
+    when: tuple[object, ...]
+    other: str
+    then: tuple[object, ...]
+    why: str
+    """What the pair means, and what to declare: the end of the message."""
+
+
+@dataclass(frozen=True)
+class About:
+    """What a declaration means to kvsched beyond its type (:func:`declare`)."""
+
+    relaxes: tuple[str, ...] = ()
+    """The invariants it takes out or relaxes; a verdict says what it excused in the run. The
+    others only add a check or shrink the pool, which the monitor enforces."""
+    needs: tuple[Needs, ...] = ()
+    written: bool = False
+    """Written into a log's header even at its default: the declarations of version 1. A later
+    one is written only when made, so a log that makes none reads as before, and a reader that
+    predates it refuses only a log that makes it."""
+
+
+def declare(
+    description: str,
+    *,
+    relaxes: tuple[str, ...] = (),
+    needs: tuple[Needs, ...] = (),
+    written: bool = False,
+) -> Meta:
+    """A field's annotation: its description goes into the JSON Schema, the rest into
+    :class:`About`, which the validation and the verdict read."""
+    return Meta(description=description, extra={"kvsched": About(relaxes, needs, written)})
+
+
+@dataclass(frozen=True)
 class TargetProperties:
     """A target's declared policy and capabilities; the defaults are the lesson model."""
 
-    policy: str = ""
-    """The policy whose invariants apply ("static", "continuous", or another name); "" = not
-    declared here (the run's or the caller's policy is used)."""
-    admission: str = "peak"
-    token_budget: int | None = None
-    chunked_prefill: bool = False
-    prefill_chunk: int | None = None
-    """With ``chunked_prefill``: the most prompt tokens one request computes in one iteration,
-    when less than the budget; ``None``: the budget. It only lengthens the LIVE-1 bound."""
-    preemption: bool = False
-    prefix_sharing: bool = False
-    reserve_ahead: bool = False
-    max_model_len: int | None = None
-    """With ``reserve_ahead``: the most tokens a reservation may span (Orca (Max)'s model maximum).
-    Without it a reservation spans at most the request's own prompt plus output."""
-    reserved_pages: tuple[int, ...] = ()
-    watermark_pages: int = 0
+    policy: Annotated[
+        str,
+        declare(
+            'The policy whose invariants apply ("static", "continuous", or another name); "": '
+            "not declared here (the run's or the caller's policy is used). A policy outside the "
+            "lesson's is a declaration: the lesson's conformance rules do not apply to it.",
+            relaxes=("BATCH-2", "BATCH-3", "BATCH-4"),
+            written=True,
+        ),
+    ] = ""
+    admission: Annotated[
+        PageAdmission,
+        declare(
+            '"peak": admission commits each request\'s peak pages (semantics.md 3.2); "lazy": '
+            "pages are taken as tokens are computed, with no peak commitment, and a batch that "
+            "runs out of pages preempts (vLLM, nano-vllm).",
+            relaxes=("PAGE-5", "BATCH-3"),
+            written=True,
+        ),
+    ] = "peak"
+    token_budget: Annotated[
+        Positive | None,
+        declare(
+            "At most this many tokens computed per iteration (vLLM's max_num_batched_tokens, "
+            "Sarathi's chunk_size); null: no budget.",
+            written=True,
+        ),
+    ] = None
+    chunked_prefill: Annotated[
+        bool,
+        declare(
+            "A prompt may be computed over several iterations under the token budget.",
+            relaxes=("LIVE-1",),
+            needs=(
+                Needs(
+                    (True,),
+                    "token_budget",
+                    (),
+                    "a prompt is chunked under a token budget; declare token_budget",
+                ),
+            ),
+            written=True,
+        ),
+    ] = False
+    prefill_chunk: Annotated[
+        Positive | None,
+        declare(
+            "With chunked_prefill: the most prompt tokens one request computes in one iteration, "
+            "when less than the budget (vLLM's long_prefill_token_threshold); null: the budget. "
+            "It only lengthens the LIVE-1 bound (eventlog.md 4.2).",
+            relaxes=("LIVE-3", "LIVE-1"),
+            needs=(
+                Needs((), "chunked_prefill", (True,), "it caps a chunk; declare chunked_prefill"),
+            ),
+        ),
+    ] = None
+    preemption: Annotated[
+        bool,
+        declare(
+            "A request may release all its pages and return to the waiting queue to recompute "
+            "(preemption by recompute, vLLM's default).",
+            relaxes=("REQ-2", "LIVE-1"),
+            written=True,
+        ),
+    ] = False
+    prefix_sharing: Annotated[
+        bool,
+        declare(
+            "A page may sit in several page tables at once when declared as shared (prefix "
+            "caching with reference counts).",
+            relaxes=("PAGE-2",),
+            written=True,
+        ),
+    ] = False
+    reserve_ahead: Annotated[
+        bool,
+        declare(
+            "The allocator reserves pages ahead of need, up to the request's peak or "
+            'max_model_len tokens (Orca-style baselines); PAGE-1\'s "fewer than a page wasted" '
+            'is relaxed to "the reservation covers the tokens and stays within that bound".',
+            relaxes=("PAGE-1",),
+            written=True,
+        ),
+    ] = False
+    max_model_len: Annotated[
+        Positive | None,
+        declare(
+            "With reserve_ahead: the most tokens a reservation may span (Orca (Max)'s model "
+            "maximum); null: a reservation spans at most the request's own prompt plus output.",
+            relaxes=("PAGE-1",),
+            needs=(
+                Needs((), "reserve_ahead", (True,), "it bounds a reservation; set reserve_ahead"),
+            ),
+            written=True,
+        ),
+    ] = None
+    reserved_pages: Annotated[
+        PageIds,
+        declare(
+            "Page ids the pool never hands out (vLLM keeps block 0 as its null block).",
+            written=True,
+        ),
+    ] = ()
+    watermark_pages: Annotated[
+        Count,
+        declare(
+            "Pages the target keeps free when it admits (vLLM's watermark).",
+            relaxes=("BATCH-3", "LIVE-2"),
+            written=True,
+        ),
+    ] = 0
     # Admission as declarations (eventlog.md 4.6): each is checked only where it is declared.
-    order: AdmissionOrder | None = None
-    """The admission order; ``None``: the policy's (fcfs for static and continuous, else none)."""
-    chunking: Chunking | None = None
-    """Which prompts may be chunked; ``None``: not declared ("all" with ``chunked_prefill``)."""
-    budget: BudgetMode = "sum"
-    estimate_admission: bool = False
-    """Admission by an estimate of future tokens, or prefill only every few iterations
-    (LightLLM): work conservation (BATCH-3) is then not promised and not checked."""
-    restart: Restart = "recompute"
-    """What a preempted request comes back as (eventlog.md 4.3.1); only with ``preemption``."""
-    serves_running: bool = False
-    """Every request of the batch is scheduled, in order, before any admission, as far as the
-    token budget reaches (vLLM v1's running loop): one that computes nothing while the budget has
-    room was skipped (BATCH-6)."""
-    stops_early: bool = False
-    """A request may finish before its output length (eventlog.md 4.9), which is then its most:
-    what real engines do on an end-of-sequence token, a stop string or an abort (from the batch
-    or the queue)."""
+    order: Annotated[
+        AdmissionOrder | None,
+        declare(
+            "The admission order BATCH-4 checks; null: the policy's (fcfs for static and "
+            "continuous, else none).",
+            relaxes=("BATCH-4",),
+        ),
+    ] = None
+    chunking: Annotated[
+        Chunking | None,
+        declare(
+            'Which prompts may be chunked (BATCH-5); null: not declared ("all" with '
+            "chunked_prefill).",
+            needs=(
+                Needs(
+                    ("all", "first"),
+                    "chunked_prefill",
+                    (True,),
+                    "declare chunked_prefill (with a token_budget) to chunk prompts",
+                ),
+                Needs(("none",), "chunked_prefill", (False,), "they contradict; declare one"),
+            ),
+        ),
+    ] = None
+    budget: Annotated[
+        BudgetMode,
+        declare(
+            "How the token budget counts a batch: the sum of the tokens computed, or padded.",
+            relaxes=("BATCH-3",),
+            needs=(
+                Needs(
+                    ("padded",),
+                    "token_budget",
+                    (),
+                    "a padded budget is a token budget; declare token_budget",
+                ),
+            ),
+        ),
+    ] = "sum"
+    estimate_admission: Annotated[
+        bool,
+        declare(
+            "Admission by an estimate of future tokens, or prefill only every few iterations "
+            "(LightLLM): work conservation (BATCH-3) is then not promised and not checked.",
+            relaxes=("BATCH-3",),
+        ),
+    ] = False
+    restart: Annotated[
+        Restart,
+        declare(
+            'What a preempted request comes back as (eventlog.md 4.3.1): "recompute", its prompt '
+            'and output so far, recomputed; "fold" (vidur), what it had processed becomes its '
+            "prompt.",
+            relaxes=("DEC-1", "DEC-3", "REQ-2", "LIVE-1"),
+            needs=(
+                Needs(
+                    ("fold",),
+                    "preemption",
+                    (True,),
+                    "restart says what a preempted request comes back as; declare preemption too",
+                ),
+            ),
+        ),
+    ] = "recompute"
+    serves_running: Annotated[
+        bool,
+        declare(
+            "Every request of the batch is scheduled, in order, before any admission, as far as "
+            "the token budget reaches (vLLM v1's running loop): one that computes nothing while "
+            "the budget has room was skipped (BATCH-6)."
+        ),
+    ] = False
+    stops_early: Annotated[
+        bool,
+        declare(
+            "A request may finish before its output length (eventlog.md 4.9), which is then its "
+            "most (vLLM's max_tokens): what real engines do on an end-of-sequence token, a stop "
+            "string or an abort (from the batch or the queue).",
+            relaxes=("REQ-2", "BATCH-3", "LIVE-2"),
+        ),
+    ] = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.policy, str):
-            raise PropertiesError(f"field 'policy' must be a string, got {self.policy!r}")
-        if self.admission not in ADMISSION_MODES:
-            known = ", ".join(ADMISSION_MODES)
-            raise PropertiesError(
-                f"field 'admission' must be one of {known}, got {self.admission!r}"
-            )
-        flags = ("chunked_prefill", "preemption", "prefix_sharing", "reserve_ahead")
-        for name in (*flags, "estimate_admission", "serves_running", "stops_early"):
-            if not isinstance(getattr(self, name), bool):
+        for name, default in _defaults():
+            value = getattr(self, name)
+            if value == default and type(value) is type(default):
+                continue  # the lesson's, valid: a run builds TargetProperties() several times
+            # Exactly its type: a list where a tuple belongs converts, but is not one.
+            if _converted(name, value) != value:
+                raise PropertiesError(_wrong(name, value))
+        for name, rule in _rules():
+            value, other = getattr(self, name), getattr(self, rule.other)
+            if _holds(rule.when, value) and not _holds(rule.then, other):
                 raise PropertiesError(
-                    f"field '{name}' must be a boolean, got {getattr(self, name)!r}"
+                    f"field '{name}' is {_shown(value)} but '{rule.other}' is "
+                    f"{_shown(other)}: {rule.why}"
                 )
-        vocabularies: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
-            ("order", self.order, ORDERS),
-            ("chunking", self.chunking, CHUNKINGS),
-            ("budget", self.budget, BUDGET_MODES),
-            ("restart", self.restart, RESTARTS),
-        )
-        for field_name, value, options in vocabularies:
-            if value is not None and value not in options:
-                raise PropertiesError(
-                    f"field '{field_name}' must be one of {', '.join(options)}, got {value!r}"
-                )
-        if self.chunking in ("all", "first") and not self.chunked_prefill:
-            raise PropertiesError(
-                f"field 'chunking' is {self.chunking!r} but 'chunked_prefill' is false: declare "
-                "chunked_prefill (with a token_budget) to chunk prompts"
-            )
-        if self.chunking == "none" and self.chunked_prefill:
-            raise PropertiesError(
-                "field 'chunking' is 'none' but 'chunked_prefill' is true: declare one"
-            )
-        if self.restart == "fold" and not self.preemption:
-            raise PropertiesError(
-                "field 'restart' is 'fold' but 'preemption' is false: restart says what a "
-                "preempted request comes back as; declare preemption too"
-            )
-        if self.budget == "padded" and self.token_budget is None:
-            raise PropertiesError("field 'budget' is 'padded' but no 'token_budget' is declared")
-        _optional_int(self.token_budget, "token_budget", 1)
-        _optional_int(self.max_model_len, "max_model_len", 1)
-        _optional_int(self.watermark_pages, "watermark_pages", 0)
-        if self.chunked_prefill and self.token_budget is None:
-            raise PropertiesError("field 'chunked_prefill' needs a 'token_budget' to chunk under")
-        _optional_int(self.prefill_chunk, "prefill_chunk", 1)
-        if self.prefill_chunk is not None and not self.chunked_prefill:
-            raise PropertiesError("field 'prefill_chunk' caps a chunk: declare 'chunked_prefill'")
-        if self.max_model_len is not None and not self.reserve_ahead:
-            raise PropertiesError("field 'max_model_len' bounds a reservation: set 'reserve_ahead'")
-        if not isinstance(self.reserved_pages, tuple):
-            raise PropertiesError(
-                f"field 'reserved_pages' must be a tuple of page ids, got {self.reserved_pages!r}"
-            )
-        for page in self.reserved_pages:
-            _optional_int(page, "reserved_pages", 0)
-        if len(set(self.reserved_pages)) != len(self.reserved_pages):
-            raise PropertiesError(
-                f"field 'reserved_pages' repeats a page id: {self.reserved_pages}"
-            )
 
     @property
     def lesson_model(self) -> bool:
         """True when nothing but the policy is declared: the lesson's model applies unchanged."""
-        return self == TargetProperties(policy=self.policy)
+        return not any(
+            getattr(self, f.name) != f.default for f in fields(self) if f.name != "policy"
+        )
 
     @property
     def declared_order(self) -> AdmissionOrder:
@@ -241,28 +378,83 @@ class TargetProperties:
         return pages_for(tokens, page_size)
 
 
-_FIELDS = tuple(TargetProperties.__dataclass_fields__)
-_OMITTED_AT_DEFAULT = (
-    "order",
-    "chunking",
-    "budget",
-    "estimate_admission",
-    "serves_running",
-    "restart",
-    "prefill_chunk",
-    "stops_early",
-)
+Declaration = NewType("Declaration", str)
+"""The name of a field of :class:`TargetProperties`: a declaration a target may make, what
+``kvsched check --grade --allow`` names and what a verdict lists as having excused something."""
+DECLARATIONS: tuple[Declaration, ...] = tuple(Declaration(f.name) for f in fields(TargetProperties))
+
+
+def is_declaration(name: str) -> TypeGuard[Declaration]:
+    """Whether ``name`` is one of the declarations a target may make."""
+    return name in DECLARATIONS
+
+
+@cache
+def _hints() -> dict[str, Any]:
+    return get_type_hints(TargetProperties, include_extras=True)
+
+
+@cache
+def about(name: str) -> About:
+    """What the annotation of declaration ``name`` says beyond its type."""
+    for meta in _hints()[name].__metadata__:
+        if isinstance(meta, Meta) and meta.extra and "kvsched" in meta.extra:
+            found: About = meta.extra["kvsched"]
+            return found
+    return About()
+
+
+@cache
+def _defaults() -> tuple[tuple[Declaration, object], ...]:
+    return tuple((Declaration(f.name), f.default) for f in fields(TargetProperties))
+
+
+@cache
+def _rules() -> tuple[tuple[Declaration, Needs], ...]:
+    return tuple((name, rule) for name in DECLARATIONS for rule in about(name).needs)
+
+
+RELAXES: dict[Declaration, tuple[str, ...]] = {
+    name: about(name).relaxes for name in DECLARATIONS if about(name).relaxes
+}
+"""The invariants each relaxing declaration takes out or relaxes, from the fields' annotations."""
+
+
+def target_schema() -> dict[str, Any]:
+    """The JSON Schema of a declaration (``schemas/target.schema.json``), from the dataclass:
+    msgspec's schema of the fields, closed to unknown ones, with each :class:`Needs` as an
+    ``if``/``then`` whose absent fields read as their defaults."""
+    defaults = {f.name: f.default for f in fields(TargetProperties)}
+    rules = []
+    for name, rule in _rules():
+        when: dict[str, Any] = {"properties": {name: _schema_of(rule.when)}}
+        if not _holds(rule.when, defaults[name]):
+            when["required"] = [name]
+        then: dict[str, Any] = {"properties": {rule.other: _schema_of(rule.then)}}
+        if not _holds(rule.then, defaults[rule.other]):
+            then["required"] = [rule.other]
+        rules.append({"if": when, "then": then})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "kvsched/target.schema.json",
+        "title": "kvsched target declaration",
+        "description": "What a target declares about itself (spec/properties.py, spec/eventlog.md "
+        "section 4); absent fields take the lesson model's defaults. Generated from "
+        "TargetProperties by `python -m kvsched.spec.properties`: do not edit.",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": _generated_properties(),
+        "allOf": rules,
+    }
 
 
 def properties_to_json(properties: TargetProperties) -> dict[str, Any]:
     """The JSON object of a declaration; :func:`parse_properties` reads it back unchanged."""
-    document: dict[str, Any] = {name: getattr(properties, name) for name in _FIELDS}
-    document["reserved_pages"] = list(properties.reserved_pages)
-    # The admission and restart declarations only when made, so a log that makes none reads as
-    # before, and a reader that predates them refuses only a log that makes them.
-    for name in _OMITTED_AT_DEFAULT:
-        if document[name] == TargetProperties.__dataclass_fields__[name].default:
-            del document[name]
+    # Through JSON, so tuples come back as the lists a JSON document holds.
+    document: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(properties))
+    for f in fields(properties):
+        if not about(f.name).written and document[f.name] == f.default:
+            del document[f.name]
     return document
 
 
@@ -270,26 +462,92 @@ def parse_properties(document: Any, where: str = "properties") -> TargetProperti
     """Validate a JSON object of declared properties; missing fields take the lesson defaults."""
     if not isinstance(document, Mapping):
         raise PropertiesError(f"{where}: must be a JSON object, got {type(document).__name__}")
-    unknown = sorted(set(document) - set(_FIELDS))
+    unknown = sorted(set(document) - set(DECLARATIONS))
     if unknown:
         raise PropertiesError(
-            f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(_FIELDS)})"
+            f"{where}: unknown field '{unknown[0]}' (known fields: {', '.join(DECLARATIONS)})"
         )
-    values = dict(document)
-    if "reserved_pages" in values:
-        pages = values["reserved_pages"]
-        if not isinstance(pages, list):
-            raise PropertiesError(f"{where}: field 'reserved_pages' must be an array of page ids")
-        values["reserved_pages"] = tuple(pages)
     try:
-        return TargetProperties(**values)
+        # JSON's arrays become the tuples the dataclass holds; the constructor checks the rest.
+        return TargetProperties(**{name: _converted(name, v) for name, v in document.items()})
     except PropertiesError as error:
         raise PropertiesError(f"{where}: {error}") from None
 
 
-def _optional_int(value: Any, name: str, minimum: int) -> None:
-    if value is None and name in ("token_budget", "max_model_len", "prefill_chunk"):
-        return
-    # bool is an int subclass; true is never a page count.
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PropertiesError(f"field '{name}' must be an integer >= {minimum}, got {value!r}")
+def _converted(name: str, value: Any) -> Any:
+    """``value`` as field ``name``'s type holds it, if it is one (msgspec's strict conversion:
+    true is no count, 1.0 no integer); else :class:`PropertiesError` says what it must be."""
+    try:
+        converted = msgspec.convert(value, _hints()[name])
+    except msgspec.ValidationError:
+        raise PropertiesError(_wrong(name, value)) from None
+    if _field_schema(name).get("uniqueItems") and len(set(converted)) != len(converted):
+        raise PropertiesError(_wrong(name, value))
+    return converted
+
+
+def _wrong(name: str, value: Any) -> str:
+    return f"field '{name}' must be {_expected(_field_schema(name))}, got {value!r}"
+
+
+@cache
+def _generated_properties() -> dict[str, Any]:
+    """msgspec's JSON Schema of each field, by name; the messages read it too."""
+    schema = msgspec.json.schema(TargetProperties)["$defs"]["TargetProperties"]
+    # Through JSON, so a default of () reads as the [] of the checked-in file.
+    properties: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(schema["properties"]))
+    return properties
+
+
+def _field_schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = _generated_properties()[name]
+    return schema
+
+
+def _expected(schema: Mapping[str, Any]) -> str:
+    """What a value of ``schema`` is, in words, for the messages: the schema's own terms, so a
+    message cannot say other than what the schema checks."""
+    if "enum" in schema:
+        return f"one of {', '.join(map(str, schema['enum']))}"
+    if "anyOf" in schema:
+        kinds = [_expected(s) for s in schema["anyOf"] if s.get("type") != "null"]
+        return f"{' or '.join(kinds)} (or null: not declared)"
+    kind = schema.get("type")
+    if kind == "array":
+        each = f"an array (a tuple in Python) whose items are each {_expected(schema['items'])}"
+        return f"{each}, all different" if schema.get("uniqueItems") else each
+    if kind == "integer":
+        return f"an integer >= {schema['minimum']}" if "minimum" in schema else "an integer"
+    words = {"boolean": "a boolean (true or false)", "string": "a string"}
+    return words.get(str(kind), f"a value of JSON Schema {dict(schema)}")
+
+
+def _holds(values: tuple[object, ...], value: object) -> bool:
+    if not values:
+        return value is not None
+    # type(): True == 1 in Python, and a flag is no count.
+    return any(value == v and type(value) is type(v) for v in values)
+
+
+def _schema_of(values: tuple[object, ...]) -> dict[str, Any]:
+    if not values:
+        return {"not": {"type": "null"}}
+    return {"const": values[0]} if len(values) == 1 else {"enum": list(values)}
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "not declared"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)
+
+
+if __name__ == "__main__":
+    # python -m kvsched.spec.properties: rewrite the checked-in schema from the dataclass.
+    import json
+    from pathlib import Path
+
+    schema_file = Path(__file__).resolve().parent / "schemas" / "target.schema.json"
+    schema_file.write_text(json.dumps(target_schema(), indent=2) + "\n")
+    print(f"wrote {schema_file}")

@@ -3,6 +3,8 @@
 Loaders, argparse choices, the pytest plugin and the verdicts all take their words from here, so
 a word cannot be spelt two ways, and a new one is added in one place. Each vocabulary is a
 ``Literal`` type (for mypy) with the tuple of its values (for run-time checks and ``choices``).
+The declarations a target may make are not here: they are the fields of
+:class:`~kvsched.spec.properties.TargetProperties`, and ``DECLARATIONS`` is derived there.
 """
 
 from __future__ import annotations
@@ -196,34 +198,3 @@ GateOutcome = Literal["passed", "failed", "incomplete", "not gated"]
 breach but some figure missing (a benchmark that failed, a run that did not complete), which is
 never a pass; or no ``--fail-on`` given, so nothing was gated."""
 GATE_OUTCOMES: tuple[GateOutcome, ...] = get_args(GateOutcome)
-
-
-Declaration = Literal[
-    "policy",
-    "admission",
-    "token_budget",
-    "chunked_prefill",
-    "prefill_chunk",
-    "preemption",
-    "prefix_sharing",
-    "reserve_ahead",
-    "max_model_len",
-    "reserved_pages",
-    "watermark_pages",
-    "order",
-    "chunking",
-    "budget",
-    "estimate_admission",
-    "restart",
-    "serves_running",
-    "stops_early",
-]
-"""The fields of :class:`~kvsched.spec.properties.TargetProperties`, each a declaration a target
-may make: what ``kvsched check --grade --allow`` names, and what a verdict lists as having
-excused something (tests/test_declarations.py holds this to the dataclass's fields)."""
-DECLARATIONS: tuple[Declaration, ...] = get_args(Declaration)
-
-
-def is_declaration(name: str) -> TypeGuard[Declaration]:
-    """Whether ``name`` is one of the declarations a target may make."""
-    return name in DECLARATIONS

@@ -4,11 +4,15 @@ run, with the monitor's counts; grading refuses the declarations the grader did 
 from __future__ import annotations
 
 import json
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
+import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_early_stops import STOPS, stopped
 
 from kvsched.checks.judge.eventlog import check_event_log
@@ -22,11 +26,21 @@ from kvsched.checks.verdict.render import render_table
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.engine import run
-from kvsched.spec.properties import TargetProperties
+from kvsched.spec.invariants import CATALOGUE
+from kvsched.spec.properties import (
+    DECLARATIONS,
+    RELAXES,
+    PropertiesError,
+    TargetProperties,
+    about,
+    parse_properties,
+    properties_to_json,
+    target_schema,
+)
 from kvsched.spec.protocol import ModelOutput, StepOutcome
-from kvsched.spec.vocabulary import DECLARATIONS
 from kvsched.spec.workload import Limits, Request, Workload
 
+TARGET_SCHEMA = Path(__file__).resolve().parent.parent / "spec" / "schemas" / "target.schema.json"
 EARLY = TargetProperties(policy="continuous", stops_early=True)
 W = Workload(
     "drops",
@@ -46,8 +60,104 @@ class DropsTokens(ContinuousScheduler):
         return super().update_from_output(output)
 
 
-def test_the_vocabulary_is_the_fields_of_the_properties() -> None:
-    assert tuple(f.name for f in fields(TargetProperties)) == DECLARATIONS
+def test_the_checked_in_schema_is_the_one_the_dataclass_generates() -> None:
+    # Regenerate with `python -m kvsched.spec.properties` after changing a declaration.
+    assert json.loads(TARGET_SCHEMA.read_text()) == target_schema()
+
+
+def test_what_the_annotations_name_exists() -> None:
+    ids = {i.id for i in CATALOGUE}
+    for name in DECLARATIONS:
+        assert set(RELAXES.get(name, ())) <= ids, name
+        for rule in about(name).needs:
+            assert rule.other in DECLARATIONS, (name, rule)
+
+
+# Each rule of the declarations broken once, and made whole: the schema (for engines in any
+# language) and the reader (for kvsched) must agree on every one, as both come from the dataclass.
+DOCUMENTS: list[tuple[dict[str, Any], str]] = [
+    ({"admission": "eager"}, "'admission' must be one of lazy, peak"),
+    ({"token_budget": 0}, r"'token_budget' must be an integer >= 1 \(or null: not declared\)"),
+    ({"token_budget": True}, "'token_budget' must be an integer"),
+    ({"preemption": 1}, "'preemption' must be a boolean"),
+    ({"policy": 3}, "'policy' must be a string"),
+    ({"reserved_pages": [0, 0]}, "'reserved_pages' must be an array .* all different"),
+    ({"reserved_pages": [-1]}, "'reserved_pages' must be an array .* each an integer >= 0"),
+    ({"reserved_pages": 0}, "'reserved_pages' must be an array"),
+    ({"watermark_pages": -1}, "'watermark_pages' must be an integer >= 0"),
+    ({"order": "random"}, "'order' must be one of fcfs, none, priority, shortest-first"),
+    ({"colour": "red"}, "unknown field 'colour'"),
+    ({"chunked_prefill": True}, "'chunked_prefill' is true but 'token_budget' is not declared"),
+    ({"prefill_chunk": 4, "token_budget": 8}, "'prefill_chunk' is 4 but 'chunked_prefill' is"),
+    ({"max_model_len": 8}, "'max_model_len' is 8 but 'reserve_ahead' is false"),
+    ({"chunking": "first"}, "'chunking' is 'first' but 'chunked_prefill' is false"),
+    ({"chunking": "none", "chunked_prefill": True, "token_budget": 8}, "'chunking' is 'none' but"),
+    ({"budget": "padded", "token_budget": None}, "'budget' is 'padded' but 'token_budget' is not"),
+    ({"restart": "fold", "preemption": False}, "'restart' is 'fold' but 'preemption' is false"),
+    ({"chunked_prefill": True, "token_budget": 8, "prefill_chunk": 4, "chunking": "first"}, ""),
+    ({"max_model_len": 64, "reserve_ahead": True, "reserved_pages": [0, 3]}, ""),
+    ({"budget": "padded", "token_budget": 8, "restart": "fold", "preemption": True}, ""),
+    ({"chunking": "none", "order": None, "token_budget": None, "stops_early": True}, ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("document", "error"), DOCUMENTS, ids=lambda v: str(v)[:40])
+def test_the_schema_and_the_reader_judge_a_declaration_alike(
+    document: dict[str, Any], error: str
+) -> None:
+    target = {"policy": "continuous", **document}
+    valid = jsonschema.Draft202012Validator(json.loads(TARGET_SCHEMA.read_text())).is_valid(target)
+    if not error:
+        assert valid
+        assert parse_properties(properties_to_json(parse_properties(target))) == parse_properties(
+            target
+        )
+        return
+    assert not valid
+    with pytest.raises(PropertiesError, match=f"^where: field {error}|^where: {error}"):
+        parse_properties(target, where="where")
+
+
+def values(schema: dict[str, Any]) -> list[Any]:
+    """Values around what ``schema`` allows: each kind it names, its bounds and one past them, and
+    one of another kind; never a float, which JSON Schema reads as an integer when whole."""
+    if "enum" in schema:
+        return [*schema["enum"], "other"]
+    if "anyOf" in schema:
+        return [v for s in schema["anyOf"] for v in values(s)]
+    return {
+        "null": [None],
+        "boolean": [True, False, 1],
+        "integer": [schema.get("minimum", 0) - 1, schema.get("minimum", 0), 8, True],
+        "array": [[], [0], [0, 0], [1, 3], [-1], 0],
+        "string": ["", "continuous", 3],
+    }[schema["type"]]
+
+
+DOCUMENT = st.lists(st.sampled_from(DECLARATIONS), min_size=1, max_size=4, unique=True).flatmap(
+    lambda names: st.fixed_dictionaries(
+        {name: st.sampled_from(values(target_schema()["properties"][name])) for name in names}
+    )
+)
+
+
+@given(DOCUMENT)
+def test_the_schema_and_the_reader_agree_on_any_declaration(document: dict[str, Any]) -> None:
+    # With the table above, which breaks each rule on purpose: dropping any one of the seven
+    # if/then rules from the schema fails the table, and five of them fail this test too.
+    schema = jsonschema.Draft202012Validator(json.loads(TARGET_SCHEMA.read_text()))
+    try:
+        parse_properties(document)
+    except PropertiesError:
+        assert not schema.is_valid(document)
+    else:
+        assert schema.is_valid(document)
+
+
+def test_the_reader_is_stricter_than_json_schema_about_integers() -> None:
+    # JSON Schema counts 1.0 as an integer; kvsched, as msgspec, does not.
+    with pytest.raises(PropertiesError, match="'token_budget' must be an integer >= 1"):
+        parse_properties({"token_budget": 1.0})
 
 
 def test_the_monitor_counts_each_early_stop_and_its_tokens() -> None:
@@ -101,6 +211,7 @@ def test_every_relaxing_declaration_says_what_it_excused_or_that_it_excused_noth
     )  # fmt: skip
     listed = {e.declaration: e for e in excuses(everything, "continuous", Excused(runs=1))}
     assert set(listed) == set(declared(everything, "continuous")) - {"token_budget"}
+    assert set(listed) == set(RELAXES) - {"policy"}  # a new one: declare it above too
     for name, excuse in listed.items():
         if name == "prefill_chunk":  # it takes LIVE-3 out: that is never nothing
             assert excuse.excused.startswith("LIVE-3 was not checked: 0 repeated preemptions")

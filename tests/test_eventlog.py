@@ -42,7 +42,8 @@ W = Workload("w", Limits(2, 4, 8), (Request("a", 0, 5, 3), Request("b", 0, 2, 4)
 
 def validator() -> jsonschema.Draft202012Validator:
     documents = [
-        json.loads((SCHEMAS / f"{n}.schema.json").read_text()) for n in ("eventlog", "workload")
+        json.loads((SCHEMAS / f"{n}.schema.json").read_text())
+        for n in ("eventlog", "workload", "target")
     ]
     registry: Registry[Any] = Registry().with_resources(
         (doc["$id"], DRAFT202012.create_resource(doc)) for doc in documents

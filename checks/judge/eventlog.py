@@ -18,7 +18,7 @@ from kvsched.checks.judge.grade import enforce
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.verdict.declarations import declared
 from kvsched.checks.verdict.report import Evidence, FailingWorkload, Verdict, build_verdict
-from kvsched.spec.vocabulary import Declaration
+from kvsched.spec.properties import Declaration
 
 
 def check_event_log(

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from kvsched.checks.targets.load import TargetError
 from kvsched.checks.verdict.declarations import declared, refusal
-from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import Declaration
+from kvsched.spec.properties import Declaration, TargetProperties
 
 
 def enforce(

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, replace
 
 from kvsched.checks.search.runs import profile_runs
-from kvsched.spec.vocabulary import Declaration
+from kvsched.spec.properties import Declaration
 from kvsched.spec.workload import Workload
 
 

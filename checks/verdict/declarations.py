@@ -14,28 +14,9 @@ from dataclasses import dataclass, fields
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.spec.applicability import applicable, declared_out
 from kvsched.spec.invariants import CATALOGUE
-from kvsched.spec.properties import TargetProperties
+from kvsched.spec.properties import RELAXES, Declaration, TargetProperties, is_declaration
 from kvsched.spec.text import plural
-from kvsched.spec.vocabulary import Declaration, is_declaration, is_policy
-
-RELAXES: dict[Declaration, tuple[str, ...]] = {
-    "policy": ("BATCH-2", "BATCH-3", "BATCH-4"),
-    "admission": ("PAGE-5", "BATCH-3"),
-    "chunked_prefill": ("LIVE-1",),
-    "prefill_chunk": ("LIVE-3", "LIVE-1"),
-    "preemption": ("REQ-2", "LIVE-1"),
-    "prefix_sharing": ("PAGE-2",),
-    "reserve_ahead": ("PAGE-1",),
-    "max_model_len": ("PAGE-1",),
-    "watermark_pages": ("BATCH-3", "LIVE-2"),
-    "order": ("BATCH-4",),
-    "budget": ("BATCH-3",),
-    "estimate_admission": ("BATCH-3",),
-    "restart": ("DEC-1", "DEC-3", "REQ-2", "LIVE-1"),
-    "stops_early": ("REQ-2", "BATCH-3", "LIVE-2"),
-}
-"""The invariants each relaxing declaration takes out or relaxes. The others (token_budget,
-reserved_pages, chunking) only add a check or shrink the pool, which the monitor enforces."""
+from kvsched.spec.vocabulary import is_policy
 
 
 @dataclass(frozen=True)
@@ -95,7 +76,7 @@ def declared(properties: TargetProperties | None, policy: str = "") -> dict[Decl
     non-lesson ``policy`` is one too."""
     made: dict[Declaration, str] = {}
     if policy and not is_policy(policy):
-        made["policy"] = f"policy={policy!r}"
+        made[Declaration("policy")] = f"policy={policy!r}"
     if properties is None:
         return made
     for field in fields(properties):
@@ -148,7 +129,7 @@ def _words(
     if name == "prefill_chunk" and "LIVE-3" in declared_out(properties):
         words = f"LIVE-3 was not checked: {plural(e.thrash, 'repeated preemption')} without "
         return f"{words}progress went unreported ({runs}); {bound[0]}", e.runs
-    table: dict[Declaration, tuple[int, str]] = {
+    table: dict[str, tuple[int, str]] = {
         "admission": (
             e.overcommitted,
             f"{plural(e.overcommitted, 'iteration')} admitted past the pool's peak pages (PAGE-5 "

@@ -17,7 +17,8 @@ from typing import Any
 from kvsched.commands import UsageError
 from kvsched.commands.limits import add_limit_options, confinement_from
 from kvsched.commands.output import emit, writing
-from kvsched.spec.vocabulary import DECLARATIONS, EXPECTATIONS, POLICY_NAMES, PROFILE_NAMES
+from kvsched.spec.properties import DECLARATIONS
+from kvsched.spec.vocabulary import EXPECTATIONS, POLICY_NAMES, PROFILE_NAMES
 
 
 def register(subparsers: Any) -> None:
