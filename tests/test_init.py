@@ -6,7 +6,9 @@ shell from the folder ``init`` ran in.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +95,30 @@ def test_the_learner_starter_fails_as_it_says_until_its_todos_are_done(here: Pat
     done = shell(command, here)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("PASS  starter/solution.py: every invariant holds")
+
+
+def test_the_learner_starter_says_what_the_check_reports_under_each_policy(here: Path) -> None:
+    """What ``init`` prints and the starter's docstring name, policy by policy, is what the check
+    reports: the ids each names are exactly the violated ones."""
+    from kvsched.commands.init import KINDS
+    from kvsched.commands.starters import LEARNER
+
+    typed = shell(f"{init('learner', here)} {QUICK} --json", here)
+    assert typed.returncode == 1, typed.stdout + typed.stderr
+    verdict = json.loads(typed.stdout)
+    allocator = {verdict["allocator"]["finding"]["invariant"]}
+    by_policy = {
+        v["policy"]: {i["id"] for i in v["invariants"] if i["verdict"] == "violated"}
+        for v in verdict["verdicts"]
+    }
+    assert allocator == {"PAGE-1"} and set(by_policy) == {"static", "continuous"}, by_policy
+    said = (KINDS["learner"][4], " ".join(LEARNER.split('"""')[1].split()))
+    for text in said:
+        named = re.findall(r"\b([A-Z]+-\d+) under (static|continuous)", text)
+        assert {(i, p) for i, p in named} == {
+            (i, p) for p, ids in by_policy.items() for i in ids - allocator
+        }, text
+        assert all(ids >= allocator for ids in by_policy.values()) and "PAGE-1 (TODO 1" in text
 
 
 def test_init_leaves_an_existing_file_alone(here: Path) -> None:

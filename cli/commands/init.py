@@ -22,8 +22,8 @@ KINDS = {
         starters.LEARNER,
         "a start on the lesson's exercise, with three TODOs",
         "kvsched check {file}",
-        "It fails (PAGE-1, LIVE-2) until the TODOs are done; spec/learner.md says what each "
-        "function must do.",
+        "It fails until the TODOs are done: PAGE-1 (TODO 1), and LIVE-2 under static batching "
+        "and BATCH-3 under continuous (TODO 2); spec/learner.md says what each function must do.",
     ),
     "scheduler": (
         "scheduler.py",

@@ -10,8 +10,10 @@ LEARNER = '''\
 """A start on the lesson's exercise (kvsched's spec/learner.md says what each function must do).
 
 As written, this file runs and fails: `kvsched check solution.py` reports PAGE-1 (TODO 1: a
-partial page gets no page) and LIVE-2 (TODO 2: nobody is admitted). Fill in the three TODOs, in
-order, and check again after each one; the check passes when all three are done.
+partial page gets no page), and, as nobody is admitted (TODO 2), LIVE-2 under static batching
+and BATCH-3 under continuous batching (a slot left idle while the head of the queue fits). Fill
+in the three TODOs, in order, and check again after each one; the check passes when all three
+are done.
 """
 
 
