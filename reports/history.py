@@ -24,6 +24,10 @@ from .results import ResultsError, ResultSet, load_json_object, read_results
 _NOT_RUNS = {"machine.json", "benchmarks.json"}
 
 
+class NoHistory(ResultsError):
+    """The folder holds no run at all (missing, or empty): a history has to be made first."""
+
+
 @dataclass(frozen=True)
 class History:
     """One metric over commits: per case label, the value at each commit (None: not measured)."""
@@ -42,10 +46,10 @@ def read_history(
 ) -> list[History]:
     """Each metric of ``metrics`` over every run under ``folder`` (asv results or reports)."""
     if not folder.is_dir():
-        raise ResultsError(f"{folder}: no such folder of asv results or report results")
+        raise NoHistory(f"{folder}: no such folder of asv results or report results")
     labelled = _asv_runs(folder) if is_asv_results(folder) else _report_runs(folder)
     if not labelled:
-        raise ResultsError(f"{folder}: no asv run files and no results.json files")
+        raise NoHistory(f"{folder}: no asv run files and no results.json files")
     commits = tuple(label for label, _ in labelled)
     results = [result for _, result in labelled]
     histories = []

@@ -77,6 +77,23 @@ def test_reports_record_their_provenance_and_history_reads_real_ones(tmp_path: P
     assert all(not h.moved for h in histories)  # the same code thrice: nothing moves
 
 
-def test_history_of_nothing_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", "--history", str(tmp_path)]) == 2
-    assert "no asv run files and no results.json files" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("made", "why"),
+    [
+        (True, "no asv run files and no results.json files"),
+        (False, "no such folder of asv results or report results"),
+    ],
+)
+def test_history_of_nothing_exits_2_saying_how_to_make_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], made: bool, why: str
+) -> None:
+    """As the README's `kvsched report --history .asv/results` does in a fresh clone: the error
+    names the folder and teaches the asv commands that fill it."""
+    folder = tmp_path / ".asv" / "results"
+    if made:
+        folder.mkdir(parents=True)
+    assert main(["report", "--history", str(folder)]) == 2
+    said = capsys.readouterr().err
+    assert f"--history {folder}: {why}\n" in said
+    assert "asv machine --yes" in said
+    assert "asv run --python=same --set-commit-hash=HEAD" in said

@@ -12,11 +12,21 @@ from pathlib import Path
 from kvsched.commands import UsageError
 from kvsched.commands.output import fresh_folder, printing, writing
 
+MAKING_A_HISTORY = """\
+A history is asv's runs, one per commit, or earlier reports' results.json files. To make one
+with asv, in a checkout of kvsched installed as the README says:
+  asv machine --yes                                               # once
+  asv run --python=same --set-commit-hash=HEAD --bench teaching   # at each commit, a few seconds
+which writes .asv/results (without --bench: the whole suite). To keep two commits' runs:
+  kvsched bench --base A --candidate B --results DIR
+docs/reports.md says more."""
+"""What ``--history`` says when it finds no run: a fresh clone has no .asv/results."""
+
 
 def draw_history(args: argparse.Namespace) -> int:
     """``kvsched report --history``: read, mark, draw; bad input exits 2 naming it."""
     from kvsched.reports.gate import ThresholdError, parse_threshold
-    from kvsched.reports.history import read_history
+    from kvsched.reports.history import NoHistory, read_history
     from kvsched.reports.history_view import write_history
     from kvsched.reports.results import ResultsError
 
@@ -29,6 +39,8 @@ def draw_history(args: argparse.Namespace) -> int:
     metrics = args.metric or sorted({t.metric for t in thresholds}) or ["p95_wait", "iterations"]
     try:
         histories = read_history(Path(args.history), metrics, thresholds)
+    except NoHistory as error:
+        raise UsageError(f"--history {error}\n{MAKING_A_HISTORY}") from None
     except ResultsError as error:
         raise UsageError(f"--history {error}") from None
     name = args.name or "history"
