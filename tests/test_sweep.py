@@ -6,6 +6,7 @@ The cluster half (a Dask LocalCluster) is tests/test_sweep_cluster.py, in a CI s
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,9 +17,11 @@ from sweep_grids import write_grid
 from kvsched.cli import main
 from kvsched.reference import POLICIES
 from kvsched.reference.families import generate
+from kvsched.reports import numbers
 from kvsched.reports.collect import run_case
 from kvsched.reports.sweep import load_grid, run_cell
 from kvsched.reports.sweep.store import CELLS
+from kvsched.reports.text_table import WIDTH
 from kvsched.spec.teaching import TEACHING_TRACE
 
 
@@ -117,6 +120,38 @@ def test_a_cell_with_a_finding_fails_the_sweep(
     assert report["findings"] == code
     shown = capsys.readouterr().out
     assert ("1 of 2 cells have a finding" in shown) == bool(code)
+    # A failed cell shows no figures, only the rule it broke; the finding is said below.
+    row = next(line.split() for line in shown.splitlines() if line.startswith("mine "))
+    assert row == ["mine", "REQ-2"] if code else row[:2] == ["mine", "ok"] and len(row) == 7
+    assert ("trace.json / mine: REQ-2 (iteration" in shown) == bool(code)
+
+
+def test_the_table_writes_figures_as_a_report_does_and_fits_100_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run whose P95 wait is not whole (215.1, once written 215.100) beside one whose is.
+    text = (
+        'policies = ["static", "continuous"]\n[[families]]\nname = "bursty-short-tight"\n'
+        "size = 60\n[[limits]]\nbatch_limit = 4\n"
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(write_grid(tmp_path, text)), "--out", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert max(len(line) for line in shown.splitlines()) <= WIDTH
+    cells = json.loads((out / "sweep.json").read_text(encoding="utf-8"))["cells"]
+    # A column shares its decimals, as a row of a report's table does: the P95 waits here are
+    # not all whole, so every one has two decimals.
+    p95 = numbers.values([c["metrics"]["p95_wait"] for c in cells])
+    assert any(not float(c["metrics"]["p95_wait"]).is_integer() for c in cells)
+    lines = shown.splitlines()
+    rows = [line.split() for line in lines if line.startswith(("static ", "continuous "))]
+    assert len(rows) == len(cells)
+    for row, cell, wait in zip(rows, cells, p95, strict=True):
+        metrics = cell["metrics"]
+        assert row[:2] == [cell["cell"]["scheduler"], "ok"]
+        assert row[3] == numbers.percent(metrics["utilization"]) and row[3].endswith("%")
+        assert row[4] == wait and re.fullmatch(r"[\d,]+\.\d\d", wait)
+        assert row[2] == numbers.count(metrics["iterations"])
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,15 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvsched.commands import UsageError
 from kvsched.commands.output import emit
+
+if TYPE_CHECKING:  # the checks are imported when the command runs, not when it is registered
+    from collections.abc import Sequence
+
+    from kvsched.checks.mutants.run import MutantOutcome
 
 
 def register(subparsers: Any) -> None:
@@ -37,8 +42,6 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     import json
-
-    from tabulate import tabulate
 
     from kvsched.checks.mutants.run import (
         MutantSpec,
@@ -81,15 +84,22 @@ def main(args: argparse.Namespace) -> int:
         ]
         emit(json.dumps({"caught": caught, "total": total, "mutants": rows}, indent=2))
     else:
-        table = [
-            (o.name, o.bug, o.expected, ", ".join(o.reported) or "nothing",
-             "yes" if o.caught else "NO", f"{o.seconds:.2f}")
-            for o in outcomes
-        ]  # fmt: skip
-        headers = ["mutant", "planted bug", "expected", "reported", "caught", "seconds"]
         emit(
-            tabulate(table, headers=headers, tablefmt="simple")
+            outcome_table(outcomes)
             + f"\n\nmutation score: {caught}/{total} mutants caught with the right invariant id "
             f"({args.profile} profile)"
         )
     return 0 if caught == total else 1
+
+
+def outcome_table(outcomes: Sequence[MutantOutcome]) -> str:
+    """One row per mutant, folded to fit a terminal (the planted bug is a sentence)."""
+    from kvsched.reports.text_table import text_table
+
+    rows = [
+        (o.name, o.bug, o.expected, ", ".join(o.reported) or "nothing",
+         "yes" if o.caught else "NO", f"{o.seconds:.2f}")
+        for o in outcomes
+    ]  # fmt: skip
+    headers = ["mutant", "planted bug", "expected", "reported", "caught", "seconds"]
+    return text_table(rows, headers)

@@ -16,10 +16,9 @@ for the engine scheduler as designed NAME, from its batched replay wherever that
 from __future__ import annotations
 
 import argparse
+import textwrap
 from dataclasses import dataclass, replace
 from typing import Any
-
-from tabulate import tabulate
 
 from kvsched.commands.figures import write_json
 from kvsched.commands.output import emit
@@ -31,6 +30,9 @@ from kvsched.reference.families import columns_from_spec, workload_from_spec
 from kvsched.reference.fastpath import replay, replay_columns, replay_scope
 from kvsched.reference.fastpath_scope import policy_scope
 from kvsched.reference.metrics import RunMetrics
+from kvsched.reports import numbers
+from kvsched.reports.results import RUN_METRIC_UNITS
+from kvsched.reports.text_table import WIDTH, text_table
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.teaching import TEACHING_TRACE
 from kvsched.spec.text import id_list, page_list, plural
@@ -122,6 +124,19 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+ROWS = {
+    "iterations": "iterations",
+    "utilization": "utilization",
+    "p50_wait": "P50 wait",
+    "p95_wait": "P95 wait",
+    "max_wait": "max wait",
+    "peak_pages": "peak KV pages",
+    "peak_wasted_slots": "peak wasted slots",
+    "mean_wasted_slots": "mean wasted slots",
+}
+"""The table's rows: metrics of :class:`~kvsched.reference.metrics.RunMetrics` and their labels."""
+
+
 @dataclass(frozen=True)
 class Shape:
     """What the table's heading says of the workload."""
@@ -138,23 +153,20 @@ def render_table(shape: Shape, metrics: dict[str, RunMetrics]) -> str:
         f"pages of {plural(limits.page_size, 'token')}, "
         f"pool of {plural(limits.pool_pages, 'page')}"
     )
+    # Each row is one metric across the policies, written as a report writes it (one rule,
+    # kvsched.reports.numbers, for every table of figures), sharing its decimals.
+    runs = list(metrics.values())
     rows = [
-        ("iterations", *(m.iterations for m in metrics.values())),
-        ("utilization", *(f"{m.utilization:.0%}" for m in metrics.values())),
-        ("P50 wait", *(_number(m.p50_wait) for m in metrics.values())),
-        ("P95 wait", *(_number(m.p95_wait) for m in metrics.values())),
-        ("max wait", *(m.max_wait for m in metrics.values())),
-        ("peak KV pages", *(m.peak_pages for m in metrics.values())),
-        ("peak wasted slots", *(m.peak_wasted_slots for m in metrics.values())),
-        ("mean wasted slots", *(f"{m.mean_wasted_slots:.1f}" for m in metrics.values())),
+        (label, *numbers.values([getattr(m, name) for m in runs], RUN_METRIC_UNITS[name]))
+        for name, label in ROWS.items()
     ]
-    table = tabulate(rows, headers=["metric", *metrics], tablefmt="simple", disable_numparse=True)
+    table = text_table(rows, ["metric", *metrics], ["left", *("right" for _ in metrics)])
     method = next(iter(metrics.values())).percentile_method
     note = (
         "utilization: tokens / (batch limit x iterations with a request active); waits in "
         f"iterations, percentiles by numpy's '{method}' method (spec/semantics.md section 7)"
     )
-    return f"{header}\n\n{table}\n\n{note}"
+    return f"{header}\n\n{table}\n\n{textwrap.fill(note, WIDTH)}"
 
 
 def render_timeline(policy_run: Run, fold: bool = True) -> str:
@@ -212,7 +224,3 @@ def _describe_quiet(first: IterationEvent, last: IterationEvent, batch_limit: in
         if idle > 0:
             text += f"; {idle} slot{'s' if idle > 1 else ''} idle"
     return f"  {span:>7}  {text}"
-
-
-def _number(value: float) -> str:
-    return f"{value:.1f}".rstrip("0").rstrip(".")

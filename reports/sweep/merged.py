@@ -8,9 +8,14 @@ sweep's tests compare.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 
 import msgspec
-from tabulate import tabulate
+
+from kvsched.reports import numbers
+from kvsched.reports.numbers import counted
+from kvsched.reports.results import EFFICIENCY_UNITS, RUN_METRIC_UNITS
+from kvsched.reports.text_table import text_table
 
 from .cell import CellResult
 
@@ -45,29 +50,56 @@ def report_json(report: SweepReport) -> bytes:
 
 
 def render_table(report: SweepReport) -> str:
-    rows = []
-    for result in report.cells:
-        cell = result.cell
-        figures = [_shown(result.metrics.get(name)) for name in COLUMNS]
-        limits = str(cell.limits) if cell.limits_key else ""
-        rows.append((result.workload_name, limits, cell.scheduler, _verdict(result), *figures))
-    headers = ["workload", "limits", "scheduler", "verdict", *COLUMNS.values()]
-    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    """The cells as one table per workload and limits (in grid order), then the findings.
+
+    The figures are written as a report writes them (:mod:`kvsched.reports.numbers`), a column
+    sharing its decimals. A cell whose run has a finding, or whose figures are partial, shows
+    none: its verdict says why, and the lines under the tables say what was found.
+    """
+    figures = _figures(report)
+    headers = ["scheduler", "verdict", *COLUMNS.values()]
+    align = ["left", "left", *("right" for _ in COLUMNS)]
+    sections = []
+    for caption, group in groupby(report.cells, key=_caption):
+        rows = [
+            (r.cell.scheduler, _verdict(r), *(figures[name].get(r.key, "") for name in COLUMNS))
+            for r in group
+        ]
+        sections.append(f"{caption}\n{text_table(rows, headers, align)}")
     cells = len(report.cells)
     if report.findings:
         summary = f"{report.findings} of {cells} cells have a finding: the sweep fails"
-        details = [f"  {r.cell.label}: {r.finding}" for r in report.cells if r.finding]
-        return "\n".join([table, "", summary, *details])
-    return f"{table}\n\nall {cells} cells clean: every applicable invariant held"
+    else:
+        summary = f"all {cells} cells clean: every applicable invariant held"
+    troubles = [f"  {r.cell.label}: {r.finding or r.problem}" for r in report.cells if _failed(r)]
+    return "\n\n".join([*sections, "\n".join([summary, *troubles])])
+
+
+_UNITS = RUN_METRIC_UNITS | EFFICIENCY_UNITS
+
+
+def _figures(report: SweepReport) -> dict[str, dict[str, str]]:
+    """Per column, the figure of each cell that shows figures, by the cell's key; a column
+    shares its decimals, as a row of a report's table does."""
+    figures = {}
+    for name in COLUMNS:
+        shown = [r for r in report.cells if not _failed(r) and name in r.metrics]
+        texts = numbers.values([float(r.metrics[name]) for r in shown], _UNITS.get(name, ""))
+        figures[name] = {r.key: text for r, text in zip(shown, texts, strict=True)}
+    return figures
+
+
+def _caption(result: CellResult) -> str:
+    limits = f" ({result.cell.limits})" if result.cell.limits_key else ""
+    return f"{result.workload_name}{limits}, {counted(result.requests, 'request')}:"
+
+
+def _failed(result: CellResult) -> bool:
+    """A finding, or figures the run left partial (a scheduler fault, a run that did not drain)."""
+    return bool(result.finding or result.problem)
 
 
 def _verdict(result: CellResult) -> str:
-    return result.invariant if result.finding else "ok"
-
-
-def _shown(value: float | None) -> str:
-    if value is None:
-        return ""
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.3f}"
+    if result.finding:
+        return result.invariant
+    return "no figures" if result.problem else "ok"
