@@ -6,6 +6,7 @@ anchor; these run in the test suite, without mkdocs.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -23,13 +24,39 @@ def test_the_readme_is_short() -> None:
     assert len(lines) <= README_LINES, f"README.md has {len(lines)} lines; move detail to docs/"
 
 
+def spec_pages() -> dict[str, str]:
+    """The site's pages read from spec/ by mkdocs_hooks.py (imported without mkdocs)."""
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    pages: dict[str, str] = hooks.SPEC_PAGES
+    return pages
+
+
 def test_every_page_of_docs_is_in_the_sites_nav_and_in_the_readme() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     in_nav = set(re.findall(r"^  - [^:]+: (\S+\.md)$", config, flags=re.MULTILINE))
     pages = {path.name for path in (ROOT / "docs").glob("*.md")}
-    assert in_nav == pages
+    assert in_nav == pages | set(spec_pages())
     readme = (ROOT / "README.md").read_text()
     assert all(f"docs/{page}" in readme for page in pages - {"index.md"})
+
+
+def test_the_learner_contract_is_a_page_of_the_site_read_from_spec() -> None:
+    """Where the learner starter sends people (spec/learner.md) is on the site, as that file."""
+    pages = spec_pages()
+    assert pages["learner.md"] == "spec/learner.md"
+    assert all((ROOT / source).is_file() for source in pages.values())
+    assert "mkdocs_hooks.py" in (ROOT / "mkdocs.yml").read_text()
+    assert not (ROOT / "docs" / "learner.md").exists()  # no second copy to keep in step
+
+
+def test_the_first_page_installs_from_the_repository() -> None:
+    """kvsched is not on PyPI: the site's first page says to clone and install from there."""
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert not re.search(r"pip install kvsched\b", index)
+    assert "git clone" in index and "pip install ." in index
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/teaching-trace.md"])
