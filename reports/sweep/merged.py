@@ -1,4 +1,4 @@
-"""A sweep's merged report: every cell's result in grid order, as JSON and as a table.
+"""A sweep's merged report: every cell's result in grid order, as JSON and as tables.
 
 The JSON holds nothing about how or where the cells ran (no times, hosts or worker counts), so
 the same grid gives the same bytes from the local pool and from a cluster, which is what the
@@ -13,7 +13,6 @@ from itertools import groupby
 import msgspec
 
 from kvsched.reports import numbers
-from kvsched.reports.numbers import counted
 from kvsched.reports.results import EFFICIENCY_UNITS, RUN_METRIC_UNITS
 from kvsched.reports.text_table import text_table
 
@@ -91,7 +90,7 @@ def _figures(report: SweepReport) -> dict[str, dict[str, str]]:
 
 def _caption(result: CellResult) -> str:
     limits = f" ({result.cell.limits})" if result.cell.limits_key else ""
-    return f"{result.workload_name}{limits}, {counted(result.requests, 'request')}:"
+    return f"{result.workload_name}{limits}, {numbers.counted(result.requests, 'request')}:"
 
 
 def _failed(result: CellResult) -> bool:
