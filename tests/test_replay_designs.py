@@ -27,6 +27,14 @@ def test_a_design_replays_as_its_stepped_loop(design: str) -> None:
     assert fast == stepped
 
 
+@pytest.mark.parametrize("design", ["static", "continuous"])
+def test_a_design_named_as_a_lesson_policy_gets_a_column_of_its_own(design: str) -> None:
+    figures = _replay("--design", design)
+    assert list(figures) == ["static", "continuous", f"{design} (engine)"]
+    lesson = _replay()
+    assert figures[design] == lesson[design]  # the lesson's column is the lesson's figures
+
+
 def test_an_unknown_design_is_refused_with_the_names() -> None:
     command = [sys.executable, "-m", "kvsched", "replay", WORKLOAD, "--design", "sglang"]
     done = subprocess.run(command, capture_output=True, text=True)
