@@ -115,9 +115,6 @@ def check_source(size: int = CHECK_SIZE) -> str:
     return f"{len(CHECK_FAMILIES)} seeded families of {size:,} requests (batch limits {limits})"
 
 
-CHECK_SOURCE = check_source()
-
-
 def check_workloads(size: int = CHECK_SIZE) -> tuple[Workload, ...]:
     """The workloads of :data:`CHECK_FAMILIES` at ``size`` requests, seed 0."""
     return tuple(generate(family, size, 0) for family in CHECK_FAMILIES)
@@ -180,10 +177,6 @@ def family_named(name: str) -> Family:
     except KeyError:
         known = ", ".join([*FAMILIES, *NAMED])
         raise ValueError(f"unknown workload family {name!r} (known: {known})") from None
-
-
-SPEC_FORM = "a workload file, or family:NAME:SIZE[:SEED] for a seeded family"
-"""What every command's WORKLOAD argument accepts, in words for its help."""
 
 
 def workload_from_spec(spec: str | Path) -> Workload:

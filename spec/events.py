@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal
 
 OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share", "lose"]
 """What an engine does to one request while it schedules an iteration, in the order it does it
@@ -16,7 +16,6 @@ OpKind = Literal["arrive", "preempt", "free", "admit", "alloc", "share", "lose"]
 are summarized by the event's other fields. ``lose`` is no engine's operation: it is how a page
 table that changed without the allocations and frees that explain it is lowered (pages that left
 the table unfreed), so that the monitor judges it instead of missing it."""
-OP_KINDS: tuple[OpKind, ...] = get_args(OpKind)
 
 
 @dataclass(frozen=True)

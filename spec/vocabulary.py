@@ -78,17 +78,14 @@ LAYERS: tuple[Layer, ...] = get_args(Layer)
 AdmissionOrder = Literal["fcfs", "priority", "shortest-first", "none"]
 """Which waiting request a target admits next (BATCH-4): by arrival with preempted requests at
 the head; by ``Request.priority`` then arrival; by shortest prompt then arrival; or no promise."""
-ORDERS: tuple[AdmissionOrder, ...] = get_args(AdmissionOrder)
 
 Chunking = Literal["all", "first", "none"]
 """Which prompts may be computed over several iterations (BATCH-5): any (vLLM), only the first
 request of a batch (nano-vllm), or none (every prompt is computed whole)."""
-CHUNKINGS: tuple[Chunking, ...] = get_args(Chunking)
 
 BudgetMode = Literal["sum", "padded"]
 """How the token budget counts a batch: the sum of the tokens computed (vLLM), or padded, batch
 size times the longest request's tokens (vidur's vLLM-style scheduler)."""
-BUDGET_MODES: tuple[BudgetMode, ...] = get_args(BudgetMode)
 
 Batching = Literal["mixed", "prefill-first"]
 """How the engine scheduler composes an iteration (section 10.1): running requests then

@@ -38,8 +38,7 @@ NOT_CHECKED: Status = "not checked"
 PASS = "pass"
 FAIL = "fail"
 INCONCLUSIVE = "inconclusive"
-OUTCOMES = (PASS, FAIL, INCONCLUSIVE)
-"""A check's outcome, and its exit code's meaning: 0, 1 and 4."""
+"""A check's outcomes, and their exit codes' meanings: 0, 1 and 4."""
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,10 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.engine.claims import LIVE3_STATEMENT
 from kvsched.checks.proofs.engine.induction import InductionAnswer, prove_inductive, state_facts
 from kvsched.checks.proofs.engine.step import EngineIteration
 from kvsched.checks.proofs.engine.system import NEVER, RUNNING, EngineState, EngineSystem
 from kvsched.spec.vocabulary import Batching
-
-STATEMENT = LIVE3_STATEMENT
 
 
 def progress_facts(s: EngineSystem, st: EngineState) -> list[Any]:
