@@ -1,5 +1,5 @@
 """Every command's table fits 100 columns: a wide one folds its widest columns onto more lines,
-never cutting a word or a figure (issue 39: the mutants table was about 210 columns wide)."""
+never cutting a word or a figure (the mutants table was once about 210 columns wide)."""
 
 from __future__ import annotations
 
