@@ -29,6 +29,7 @@ from kvsched.checks.judge.eventlog import check_event_log
 from kvsched.checks.judge.grade import enforce
 from kvsched.checks.judge.options import CheckOptions as CheckOptions
 from kvsched.checks.judge.options import replay_note, timed
+from kvsched.checks.judge.proved import cited_proofs
 from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
@@ -205,8 +206,6 @@ def check_scheduler(
     ) -> Verdict:
         if proofs and finding is None and not inconclusive:
             # A clean verdict cites what Z3 proved of the design: proved once, then cached.
-            from kvsched.checks.judge.proved import cited_proofs
-
             progress.phase(f"{policy}: Z3 induction proofs, {proofs} symbolic requests")
             proved = cited_proofs(policy, proofs)  # Z3's own resource budget
             evidence = replace(evidence, proved=proved, proof_requests=proofs)
