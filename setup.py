@@ -11,9 +11,9 @@ patched, subclassed or copied at run time, which compiled classes refuse.
 
 ``KVSCHED_PURE_PYTHON=1`` builds without compiling. A machine where compiling fails gets the
 pure-Python package rather than a failed install: mypy's errors or a missing C compiler are
-warnings in pip's output, and tests/test_compiled.py fails where a compiler exists. An editable
-install builds the extensions beside their sources, and tests/conftest.py refuses to run the
-tests once a source is newer than its extension.
+warnings in pip's output, and tests/cover/test_compiled.py fails where a compiler exists. An
+editable install builds the extensions beside their sources, and tests/conftest.py refuses to run
+the tests once a source is newer than its extension.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Deterministic, like the teaching trace's: a family, a size and the seed ``SEED`` fix the workload,
 and the reference policies fix the figures, so ``kvsched bench`` gates on these. Sizes 10^2 run
 through the stepped engine loop; 10^3 to 10^5 through the event-jumping replay
-(reference/fastpath.py), which tests/test_fastpath.py holds to the stepped loop's exact figures.
+(reference/fastpath.py), which tests/cover/test_fastpath.py holds to the stepped loop's exact
+figures.
 Either implementation regressing moves figures here.
 """
 

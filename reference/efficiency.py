@@ -154,8 +154,8 @@ class DistinctPages:
 
     A serving engine's tables mostly carry over from one iteration to the next, the same tuples,
     or grow at their end by a page, while counting every page of a 64-slot batch afresh was a
-    large share of the meter's work on a recorded vLLM log. tests/test_efficiency.py counts both
-    ways over random tables and over engine runs."""
+    large share of the meter's work on a recorded vLLM log. tests/cover/test_efficiency.py counts
+    both ways over random tables and over engine runs."""
 
     def __init__(self) -> None:
         self.tables: dict[str, tuple[int, ...]] = {}

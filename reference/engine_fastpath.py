@@ -18,7 +18,7 @@ decodes only in an iteration that scheduled no prefill. :mod:`.engine_scope` say
 models; on a preemption, a decode batch over the budget, a second chunked prefill or a run past
 the stepped engine's bound it stops with :class:`Fallback`, and :func:`engine_metrics` runs the
 stepped engine instead.
-``tests/test_engine_fastpath.py`` compares every figure, bit for bit, with the stepped engine.
+``tests/cover/test_engine_fastpath.py`` compares every figure, bit for bit, with the stepped engine.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ evaluating, each weighted by how often it recurs. Nothing is kept per iteration;
 admission iteration, in an array. Strict FCFS admits in arrival order, so the waiting queue is a
 range of the arrival order, two integers however long it grows. :func:`replay_columns` reads the
 requests as columns (:mod:`.columns`) and keeps no Python object a request.
-``tests/test_fastpath.py`` checks with Hypothesis that every result equals the stepped loop's
+``tests/cover/test_fastpath.py`` checks with Hypothesis that every result equals the stepped loop's
 (:func:`.engine.run` with :func:`.metrics.compute_metrics`).
 """
 

@@ -4,7 +4,7 @@ Iteration ``n`` runs from time ``n - 1`` to time ``n`` (spec/semantics.md, secti
 request that arrives at ``t``, is admitted in iteration ``s`` and finishes in iteration ``f``
 waits over ``[t, s - 1]`` and is active over ``[s - 1, f]`` on the time axis. The wasted slots
 per iteration follow section 7.6; their peak and mean are exactly ``RunMetrics``'
-``peak_wasted_slots`` and ``mean_wasted_slots`` (tests/test_report.py holds the two together).
+``peak_wasted_slots`` and ``mean_wasted_slots`` (tests/cover/test_report.py holds the two together).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def counts_from_spans(
     when it ran, which is all the crowd timeline draws. A request is active in iterations
     ``admitted..finished`` and waiting in every iteration from ``arrival + 1`` until it is
     admitted, as the stepped engine's events count them when nothing is preempted (the reference
-    policies never preempt; tests/test_report.py holds the two together).
+    policies never preempt; tests/cover/test_report.py holds the two together).
     """
     import numpy as np
 

@@ -2,7 +2,7 @@
 
 Each invariant has a stable id that findings, reports, tests and the reference cite. ``applies_to``
 names the policies it constrains ("any" for every scheduler); ``enforced_by`` says where the
-reference enforces it and which checks verify it. tests/test_catalogue.py holds every id to a
+reference enforces it and which checks verify it. tests/cover/test_catalogue.py holds every id to a
 registered monitor check, a mutant of the zoo and a row of the prose table.
 
 The layers (section 8) say what a violation means. **Safety** holds for every engine whatever it

@@ -1,9 +1,10 @@
 """Test-suite configuration: the Hypothesis profiles, the ``slow`` marker, and the suite's
 folders by purpose.
 
-As in Hypothesis's own repository, tests are split by what they are for: ``tests/`` and
+As in Hypothesis's own repository, tests are split by what they are for: ``tests/cover/`` and
 ``tests/attacks/`` hold the fast, deterministic ones that a bare ``pytest`` runs (a few minutes on
-two cores); ``tests/nocover/`` the slow or solver- and search-heavy ones (Z3's models and proofs,
+two cores), with the helpers they share (the planted logs, the engine-like targets) in
+``tests/``; ``tests/nocover/`` the slow or solver- and search-heavy ones (Z3's models and proofs,
 whole checks of the engine designs, signals sent at every phase); ``tests/quality/`` the
 bug-finding claims (the mutant zoo, the search's reach of each corner, planted bugs found and
 shrunk). Those two run when named, ``pytest tests/nocover tests/quality``, as CI does in a step

@@ -3,8 +3,8 @@
 Each planting picks, with the given random generator, one site of its kind in a log's lines,
 changes what is there, and says which iteration it changed; it returns None when the log has no
 such site. A planting edits nothing else: what a buggy engine or writer would log, one bug at a
-time. tests/test_planted_logs.py lists them by kind, each with the invariant ids its finding may
-name; tests/planted_order.py holds those of frees, order and the queue, tests/planted_tokens.py
+time. tests/cover/test_planted_logs.py lists them by kind, each with the invariant ids its finding
+may name; tests/planted_order.py holds those of frees, order and the queue, tests/planted_tokens.py
 those of the tokens.
 """
 

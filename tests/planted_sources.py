@@ -1,4 +1,4 @@
-"""Clean event logs to plant violations into (tests/test_planted_logs.py), in both versions.
+"""Clean event logs to plant violations into (tests/cover/test_planted_logs.py), in both versions.
 
 Each source is a log of a correct run, decoded line by line: the reference policies over small
 busy workloads, the engine scheduler's designs (vLLM v1 with chunked prefill under a small token

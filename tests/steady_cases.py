@@ -1,4 +1,4 @@
-"""The cases of tests/test_steady_predicates.py: for each predicate a check declares beside
+"""The cases of tests/cover/test_steady_predicates.py: for each predicate a check declares beside
 itself (checks/monitor/registry.py, ``Steady``), a small log that breaks the check on a line the
 fast path would otherwise take in, or on a request such a line names, or in such a line's
 allocations.

@@ -9,7 +9,7 @@ allocates fresh pages, whose step decodes the batch or computes prompts or chunk
 and whose update only finishes requests and frees their tables. It declines every other line,
 bringing every count up to date first for the full path (the lowering, the monitor and the
 meter). It never reports a finding, so the findings are the full path's by construction;
-tests/test_steady.py and tests/test_planted_logs.py compare the two paths.
+tests/cover/test_steady.py and tests/cover/test_planted_logs.py compare the two paths.
 
 Laziness: a request that decodes in every line taken in is counted lazily (:mod:`.steady_lazy`):
 its steps reach the ledgers only when a line is declined (one that finishes first is forgotten

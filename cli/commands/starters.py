@@ -1,7 +1,7 @@
 """The files ``kvsched init`` writes: one starter per kind of user, each short enough to read.
 
 Each starter runs as written and says, in its docstring, what ``kvsched check`` answers for it;
-tests/test_init.py holds them to it.
+tests/cover/test_init.py holds them to it.
 """
 
 from __future__ import annotations
