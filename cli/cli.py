@@ -268,13 +268,19 @@ def _signals() -> Iterator[_Stop]:
     os.set_blocking(woken, False)
     previous_wakeup = signal.set_wakeup_fd(woken, warn_on_full_buffer=False)
     previous_hook, sys.unraisablehook = sys.unraisablehook, dropped
-    threading.Thread(target=stop.watch, args=(wakeup,), name="kvsched-signals", daemon=True).start()
+    watchdog = threading.Thread(
+        target=stop.watch, args=(wakeup,), name="kvsched-signals", daemon=True
+    )
+    watchdog.start()
     try:
         yield stop
     finally:
         sys.unraisablehook = previous_hook
         signal.set_wakeup_fd(previous_wakeup)
         os.close(woken)  # the watchdog reads the end of the pipe and leaves
+        # Waited for, so that nothing it does for a signal (cancelling Z3's context) lands
+        # after ``main`` has made the solvers usable again for whoever calls it next.
+        watchdog.join(timeout=2 * GRACE_SECONDS)
         for number, handler in previous.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from kvsched import cli
 from kvsched.checks.verdict import files
 from kvsched.checks.verdict.files import write_file
 from kvsched.cli import main
@@ -142,3 +143,24 @@ def test_a_second_signal_does_not_cut_the_clean_up_short(
     assert main(REPLAY) == ExitCode.TERMINATED
     assert cleaned == ["host killed"]
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_solvers_are_usable_once_a_signalled_command_returns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The watchdog cancels Z3's context for a signal; it is done before ``main`` returns, so a
+    caller's next solve (here, a test's on the same worker) is not "push canceled"."""
+    import z3
+
+    interrupt = cli._interrupt_solvers
+
+    def late() -> None:  # a watchdog that the interpreter wakes late, as on a busy machine
+        time.sleep(0.3)
+        interrupt()
+
+    monkeypatch.setattr(cli, "_interrupt_solvers", late)
+    _stopped_by(signal.SIGINT, monkeypatch)
+    assert main(REPLAY) == ExitCode.INTERRUPTED
+    time.sleep(0.5)  # long past the late interrupt
+    z3.Solver().push()
+    capsys.readouterr()
