@@ -13,10 +13,12 @@ from test_eventlog_v2 import FIRST, header, iteration, write
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
-from kvsched.checks.monitor.runtime import watch_run
+from kvsched.checks.monitor.runtime import monitor_run, watch_run
+from kvsched.checks.mutants.paging import PageInTwoTables
 from kvsched.checks.verdict.machine import render_json, render_junit_xml
 from kvsched.checks.verdict.render import render_table
 from kvsched.checks.verdict.report import Evidence, Report, build_verdict
+from kvsched.reference.engine import run
 from kvsched.spec.invariants import BY_ID, CATALOGUE, FINDING_ORDER, precedence
 from kvsched.spec.workload import Limits, Request, Workload
 
@@ -64,6 +66,16 @@ def test_what_followed_the_first_finding_rides_along_in_order(tmp_path: Path) ->
     assert followed[0] == ("BATCH-4", 1) and followed[-1] == ("LIVE-1", 0), followed
     assert all(f.recent == () and f.followed_by == () for f in finding.followed_by)
     assert finding.recent and finding.recent[-1].iteration == 1
+
+
+def test_a_page_given_to_a_second_owner_is_held_by_both_when_checking_on() -> None:
+    # The shrunk witness of the zoo's "page in two tables": b's first page is a's. Checking on
+    # follows the target's tables, so b is not also blamed for KV without a page (PAGE-1) nor
+    # for freeing a page it does not hold (PAGE-3), as when the ledger left it out.
+    w = Workload("two", Limits(2, 1, 2), (Request("a", 0, 0, 1), Request("b", 0, 0, 1)))
+    finding = monitor_run(run(w, PageInTwoTables, policy="continuous"))
+    assert finding is not None and (finding.invariant, finding.pages) == ("PAGE-2", (0,))
+    assert finding.followed_by == ()
 
 
 def test_a_clean_run_and_a_lone_finding_have_nothing_following(tmp_path: Path) -> None:

@@ -74,6 +74,7 @@ class PageLedger:
         self, n: int, rid: str, added: tuple[int, ...], shared: Iterable[int]
     ) -> Finding | None:
         by_reference = set(shared) if self.sharing else set()
+        second: Finding | None = None
         for page in added:
             if not 0 <= page < self.pool_pages:
                 return _found(
@@ -103,8 +104,10 @@ class PageLedger:
                     rid,
                 )
             if owners and page not in by_reference:
+                # Held by both from now on, as the target's tables say: checking on after the
+                # finding judges those tables, not a page missing from the newcomer's.
                 others = sorted(owners)
-                return _found(
+                second = second or _found(
                     "PAGE-2",
                     n,
                     f"page {page} went to request {rid!r} in iteration "
@@ -114,10 +117,11 @@ class PageLedger:
                     rid,
                     *others,
                 )
-            self.excuse_sharing(bool(owners))
+            else:
+                self.excuse_sharing(bool(owners))
             owners.add(rid)
         self.tables[rid] = self.tables.get(rid, ()) + added
-        return None
+        return second
 
     def excuse_sharing(self, held: bool) -> None:
         """A page taken by reference, ``held`` by others already: a second holder, which the
