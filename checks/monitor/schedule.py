@@ -39,6 +39,24 @@ def check_schedule(
     schedule without one.
     """
     found: list[Finding] = []
+    try:
+        _apply(n, ops, requests, pages, check_limits, found)
+    except Exception:
+        if not found:
+            raise
+        # Past a violation the ledgers may be part-way: what was found stands, never a crash.
+    return most_specific(found) if found else None
+
+
+def _apply(
+    n: int,
+    ops: tuple[Op, ...],
+    requests: RequestLedger,
+    pages: PageLedger,
+    check_limits: Callable[[int], Finding | None],
+    found: list[Finding],
+) -> None:
+    """:func:`check_schedule`'s operations, each violation appended to ``found``."""
     preempted: dict[str, None] = {}  # preempted in this schedule and not admitted again
     joined: dict[str, None] = {}  # admitted in this schedule: one static batch, not two
     for op in ops:
@@ -75,4 +93,3 @@ def check_schedule(
     for rid in preempted:
         if finding := pages.drop(n, rid, "was preempted"):
             found.append(finding)
-    return most_specific(found) if found else None
