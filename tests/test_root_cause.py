@@ -9,11 +9,13 @@ import xml.etree.ElementTree as ElementTree
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 from test_eventlog_v2 import FIRST, header, iteration, write
 
 from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
-from kvsched.checks.monitor.runtime import monitor_run, watch_run
+from kvsched.checks.monitor.registry import Check
+from kvsched.checks.monitor.runtime import Monitor, monitor_run, watch_run
 from kvsched.checks.mutants.paging import PageInTwoTables
 from kvsched.checks.verdict.machine import render_json, render_junit_xml
 from kvsched.checks.verdict.render import render_table
@@ -140,3 +142,27 @@ def test_a_free_count_too_high_names_the_pages_taken_and_their_holders(tmp_path:
     assert "1 page that a table holds is counted as free, among those taken" in finding.message
     assert "page 0 by request 'a' (active); page 1 by request 'b' (active)" in finding.message
     assert BY_ID[finding.invariant].layer == "safety"
+
+
+def _boom(monitor: object, event: object) -> None:
+    raise KeyError("a ledger left part-way")
+
+
+def test_a_check_that_fails_after_a_finding_ends_checking_on_but_not_the_finding(
+    tmp_path: Path,
+) -> None:
+    log = write(tmp_path / "l.jsonl", header(W), iteration(1, OVERTAKEN_AND_UNPAGED, 5))
+    run, properties = read_run(log)
+    boom = Check("boom", "completion", ("PAGE-3",), _boom)
+    monitor = Monitor(run.workload, run.policy, properties)
+    monitor.from_decode = (*monitor.from_decode, boom)
+    finding = monitor.observe(run.events[0])
+    assert finding is not None and finding.invariant == "PAGE-1"
+    assert monitor.stopped == 1
+    # Before any finding, a check that fails is kvsched's bug, and says so.
+    clean = write(tmp_path / "clean.jsonl", header(W), iteration(1, FIRST, 4))
+    run, properties = read_run(clean)
+    monitor = Monitor(run.workload, run.policy, properties)
+    monitor.from_decode = (*monitor.from_decode, boom)
+    with pytest.raises(KeyError):
+        monitor.observe(run.events[0])
