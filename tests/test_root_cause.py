@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_eventlog_v2 import FIRST, header, iteration, write
 
-from kvsched.checks.eventlog.check import check_stream
 from kvsched.checks.eventlog.jsonl import check_log, read_run
+from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.monitor.registry import Check
 from kvsched.checks.monitor.runtime import Monitor, monitor_run, watch_run
 from kvsched.checks.mutants.paging import PageInTwoTables
