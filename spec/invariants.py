@@ -21,11 +21,13 @@ __all__ = [
     "BY_ID",
     "CATALOGUE",
     "EFFICIENCY",
+    "FINDING_ORDER",
     "LAYERS",
     "Figure",
     "Invariant",
     "Layer",
     "layer_of",
+    "precedence",
 ]
 
 
@@ -37,6 +39,9 @@ class Invariant:
     applies_to: tuple[str, ...]
     enforced_by: str
     layer: Layer = "safety"
+    malformed: bool = False
+    """Broken by an answer that cannot be read (the protocol): whatever else the answer says is
+    then no evidence, so such a violation is named before any other of its iteration."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,7 @@ CATALOGUE: tuple[Invariant, ...] = (
         "A scheduler that crashes or returns garbage cannot be judged on the rest.",
         ("any",),
         "reference/engine.py _malformed_batch, _malformed_outcome",
+        malformed=True,
     ),
 )
 
@@ -254,6 +260,22 @@ EFFICIENCY: tuple[Figure, ...] = (
     ),
 )
 """The efficiency layer: figures measured on every run and reported, never a violation."""
+
+
+FINDING_ORDER: tuple[Layer, ...] = ("safety", "conformance", "liveness")
+"""Which of several violations in one iteration a verdict names first, after a malformed answer:
+the most specific. A broken page table or token is a fault in itself; a rule of the declared
+design broken beside it is often its consequence; a stalled or starved queue is what many faults
+end in. Not :data:`LAYERS`' order, which is the order verdicts list the rows in."""
+
+
+def precedence(invariant_id: str) -> int:
+    """The rank of a violation of ``invariant_id`` among those of one iteration, lowest first:
+    a malformed answer (:attr:`Invariant.malformed`), then by layer in :data:`FINDING_ORDER`."""
+    invariant = BY_ID.get(invariant_id)
+    if invariant is None or invariant.layer not in FINDING_ORDER:
+        return len(FINDING_ORDER) + 1
+    return 0 if invariant.malformed else 1 + FINDING_ORDER.index(invariant.layer)
 
 
 def layer_of(invariant_id: str) -> Layer:

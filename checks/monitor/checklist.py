@@ -138,7 +138,6 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
         monitor.requests,
         monitor.pages,
         limits,
-        keep_going=monitor.all_findings,
     )
     for op in event.schedule if finding is None else ():
         if op.kind in ("arrive", "preempt"):  # in the queue the declared order serves

@@ -205,7 +205,9 @@ def _free_count_adds_up(monitor: Monitor, line: SteadyLine) -> bool:
 
 @per_iteration("completion", "PAGE-3", steady=Steady(line=_free_count_adds_up))
 def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    return monitor.pages.check_free(event.iteration, event.free_pages)
+    return monitor.pages.check_free(
+        event.iteration, event.free_pages, event, monitor.requests.where
+    )
 
 
 def _queue_adds_up(monitor: Monitor, line: SteadyLine) -> bool:

@@ -9,7 +9,7 @@ check is per page named in the event, so the cost follows the iteration, not the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
@@ -74,6 +74,7 @@ class PageLedger:
         self, n: int, rid: str, added: tuple[int, ...], shared: Iterable[int]
     ) -> Finding | None:
         by_reference = set(shared) if self.sharing else set()
+        second: Finding | None = None
         for page in added:
             if not 0 <= page < self.pool_pages:
                 return _found(
@@ -103,8 +104,10 @@ class PageLedger:
                     rid,
                 )
             if owners and page not in by_reference:
+                # Held by both from now on, as the target's tables say: checking on after the
+                # finding judges those tables, not a page missing from the newcomer's.
                 others = sorted(owners)
-                return _found(
+                second = second or _found(
                     "PAGE-2",
                     n,
                     f"page {page} went to request {rid!r} in iteration "
@@ -114,10 +117,11 @@ class PageLedger:
                     rid,
                     *others,
                 )
-            self.excuse_sharing(bool(owners))
+            else:
+                self.excuse_sharing(bool(owners))
             owners.add(rid)
         self.tables[rid] = self.tables.get(rid, ()) + added
-        return None
+        return second
 
     def excuse_sharing(self, held: bool) -> None:
         """A page taken by reference, ``held`` by others already: a second holder, which the
@@ -237,18 +241,110 @@ class PageLedger:
             )
         return None
 
-    def check_free(self, n: int, reported: int) -> Finding | None:
-        """PAGE-3: the scheduler's free count equals the usable pages minus the pages held."""
-        if reported != self.free:
-            return _found(
-                "PAGE-3",
-                n,
-                f"the scheduler counts {plural(reported, 'free page')} after iteration {n}, but "
-                f"{plural(self.usable, 'usable page')} minus {plural(len(self.holders), 'page')} "
-                f"held leaves {self.free}",
-                (),
+    def check_free(
+        self, n: int, reported: int, event: IterationEvent, where: Callable[[str], str]
+    ) -> Finding | None:
+        """PAGE-3: the scheduler's free count equals the usable pages minus the pages held.
+
+        The count was right after the iteration before (this check runs in every one), so the
+        pages in the difference changed hands in ``event``: the finding names them and their
+        holder, whose state ``where`` words (waiting, finished, ...), or says that no table
+        showed them."""
+        if reported == self.free:
+            return None
+        message = (
+            f"the scheduler counts {plural(reported, 'free page')} after iteration {n}, but "
+            f"{plural(self.usable, 'usable page')} minus {plural(len(self.holders), 'page')} "
+            f"held leaves {self.free}"
+        )
+        if reported < self.free:
+            why, pages, requests = self._still_counted(self.free - reported, event, where)
+        else:
+            why, pages, requests = self._counted_free(reported - self.free, event, where)
+        return _found("PAGE-3", n, f"{message}: {why}", pages, *requests)
+
+    def _still_counted(
+        self, short: int, event: IterationEvent, where: Callable[[str], str]
+    ) -> tuple[str, list[int], list[str]]:
+        """The count is ``short`` pages short: pages no table holds that the target counts as
+        used. Those given back in this iteration (a preempted or finished request's) first."""
+        given: dict[int, str] = {}  # page given back and free now -> who gave it back
+        frees = [(op.request, op.pages) for op in event.schedule if op.kind == "free"]
+        for rid, pages in (*frees, *event.freed.items()):
+            for page in pages:
+                if page not in self.holders:
+                    given[page] = rid
+        counted = f"{plural(short, 'page')} that no table holds {_are(short)} counted as used"
+        if not given:
+            unheld = (p for p in range(self.pool_pages) if p not in self.holders)
+            free = [p for p in unheld if p not in self.reserved][:8]
+            return (
+                f"{counted}, and no table gave back a page in this iteration: held by nobody "
+                "the events show (taken for a request outside the batch, or never given back); "
+                f"free by the tables: {_pages(free)}",
+                free,
+                [],
             )
-        return None
+        whose, requests = _whose(given, event, where)
+        if len(given) > short:
+            said = f"{counted}, among those given back in this iteration, free by the tables: "
+            return said + whose, list(given)[:8], requests
+        rest = f"; the other {short - len(given)} held by nobody the events show" * (
+            len(given) < short
+        )
+        said = f"{counted}: given back in this iteration, and free by the tables, {whose}{rest}"
+        return said, list(given)[:8], requests
+
+    def _counted_free(
+        self, extra: int, event: IterationEvent, where: Callable[[str], str]
+    ) -> tuple[str, list[int], list[str]]:
+        """The count has ``extra`` pages too many: pages a table holds that the target counts
+        as free. Those taken in this iteration first."""
+        taken: dict[int, str] = {}
+        for op in event.schedule:
+            if op.kind in ("alloc", "share"):
+                taken.update((page, op.request) for page in op.pages if page in self.holders)
+        counted = f"{plural(extra, 'page')} that a table holds {_are(extra)} counted as free"
+        if not taken:  # then any page held: name the first few holders
+            taken = {page: min(owners) for page, owners in sorted(self.holders.items())[:8]}
+            whose, requests = _whose(taken, event, where)
+            said = f"{counted}, among the pages held (none was taken in this iteration): "
+            return said + whose, list(taken), requests
+        whose, requests = _whose(taken, event, where)
+        if len(taken) > extra:
+            said = f"{counted}, among those taken in this iteration: {whose}"
+        else:
+            said = f"{counted}: taken in this iteration, {whose}"
+        return said, list(taken)[:8], requests
+
+
+def _whose(
+    pages: dict[int, str], event: IterationEvent, where: Callable[[str], str]
+) -> tuple[str, list[str]]:
+    """Pages by who gave them back or took them, in words, and the first few of those."""
+    holders = list(dict.fromkeys(pages.values()))[:5]
+    words = "; ".join(
+        f"{_pages([p for p, r in pages.items() if r == rid])} by request {rid!r} "
+        f"({_state(rid, event, where)})"
+        for rid in holders
+    )
+    return words, holders
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def _pages(pages: Sequence[int]) -> str:
+    """``page 3`` or ``pages 0, 1``: page ids for a finding's message, with their noun."""
+    return f"page{'' if len(pages) == 1 else 's'} {page_list(pages)}"
+
+
+def _state(rid: str, event: IterationEvent, where: Callable[[str], str]) -> str:
+    """A request's state for a page-count finding: how it came to give back or take pages."""
+    if rid in event.preempted:
+        return f"preempted, now {where(rid)}"
+    return where(rid)
 
 
 def _found(

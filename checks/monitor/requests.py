@@ -198,6 +198,9 @@ class RequestLedger:
                     f"request {rid!r} was admitted again in iteration {n} but {what}",
                     rid,
                 )
+            # Joined either way: the target's batch is what the checks after this one judge,
+            # and a safety rule broken there is named before this conformance rule.
+            self.join(rid, n)
             if static and batch_before:
                 return _found(
                     "BATCH-2",
@@ -207,7 +210,6 @@ class RequestLedger:
                     rid,
                     *batch_before[:3],
                 )
-            self.join(rid, n)
         return None
 
     def join(self, rid: str, n: int) -> None:

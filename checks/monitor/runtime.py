@@ -1,11 +1,16 @@
 """The runtime monitor: checks every applicable invariant on every iteration, as the run goes.
 
 :class:`Monitor` reads one :class:`~kvsched.spec.events.IterationEvent` at a time, in order, and
-stops at the first violation with a :class:`~.findings.Finding`. It applies the
-invariants of the declared policy (:func:`kvsched.spec.applicability.applicable`) and reads the
-target's :class:`~kvsched.spec.properties.TargetProperties`, so a real engine's chunked prefill,
-preemption, prefix sharing or reserve-ahead allocator is judged by what it declares
-(spec/eventlog.md, section 4) instead of raising false alarms.
+stops at the first violation with a :class:`~.findings.Finding`: the earliest iteration's, and of
+several in that iteration the most specific (:func:`~.findings.most_specific`: a malformed answer,
+then safety, conformance, liveness), whatever the order their checks run in. Once an iteration
+has a finding, its remaining checks run too, to find any more specific one; a clean iteration
+costs what it did. :func:`watch_run` then checks on to the end of the run for what followed it.
+
+It applies the invariants of the declared policy (:func:`kvsched.spec.applicability.applicable`)
+and reads the target's :class:`~kvsched.spec.properties.TargetProperties`, so a real engine's
+chunked prefill, preemption, prefix sharing or reserve-ahead allocator is judged by what it
+declares (spec/eventlog.md, section 4) instead of raising false alarms.
 
 What it checks is the registry (:mod:`.registry`), filled by :mod:`.checklist` and
 :mod:`.checklist_update`: within an iteration the steps run in the spec's order
@@ -19,7 +24,7 @@ what each event names, and the checks read them. This module needs neither Hypot
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 # Importing the checklist registers its checks, the schedule's and step's first.
@@ -27,7 +32,7 @@ from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor import checklist_update as _checklist_update  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.excuses import Excused
-from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.findings import Finding, most_specific
 from kvsched.checks.monitor.liveness import LivenessRules
 from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
@@ -38,6 +43,7 @@ from kvsched.checks.monitor.tokens import computed_tokens
 from kvsched.reference.engine import Run, SchedulerFault
 from kvsched.spec.applicability import applicable
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.invariants import precedence
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import STEPS
 from kvsched.spec.workload import Request, Workload
@@ -108,9 +114,13 @@ class Monitor:
         """Keep checking after a violation, for the first violation of every other invariant.
         A check that found one mostly stops where it found it, so later findings may follow from
         it; the schedule and the token checks, whose counts the rest of an iteration reads,
-        finish their bookkeeping first."""
+        finish their bookkeeping first. Set by :meth:`follow` once a run has its finding."""
         self.findings: dict[str, Finding] = {}
-        """The first finding of each invariant, in the order they were found."""
+        """The first finding of each invariant, by iteration and, within one, most specific
+        first."""
+        self.stopped = 0
+        """The iteration in which checking on after a finding stopped, its ledgers being beyond
+        what a check could follow; 0 if it did not."""
 
     def declare(self, request: Request) -> None:
         """A request declared as it comes (spec/eventlog.md 8.7), after every request already
@@ -121,7 +131,7 @@ class Monitor:
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """Check one iteration; ``None`` if it is clean. After a finding, returns that finding."""
-        if self.finding is not None and not self.all_findings:
+        if self.finding is not None and (self.stopped or not self.all_findings):
             return self.finding
         self.begin(event.iteration)
         return self.judge(event)
@@ -148,28 +158,75 @@ class Monitor:
         # The two loops are _first inlined: this runs once per iteration of every checked run.
         for check in self.until_decode:
             if (finding := check.run(self, event)) is not None:
-                settled = self._settle(check, finding)
-                if not self.all_findings:
-                    return settled
+                return self._check_on(event, check, finding)
         self.computed = computed_tokens(self.requests, event)
         for check in self.from_decode:
             if (finding := check.run(self, event)) is not None:
-                settled = self._settle(check, finding)
-                if not self.all_findings:
-                    return settled
+                return self._check_on(event, check, finding)
         return self.finding
+
+    def _check_on(
+        self, event: IterationEvent, check: Check[IterationEvent], finding: Finding
+    ) -> Finding | None:
+        """The rest of an iteration in which ``check`` found ``finding``: every later check runs,
+        so that the iteration's most specific violation is named, not the first in step order.
+
+        The ledgers may be left part-way by a check that found something, so a check after it
+        may fail on them: checking on then stops there, with what it found so far (never a
+        crash of kvsched where there is a finding to report)."""
+        found = [self._settle(check, finding)]
+        plan = self.until_decode + self.from_decode
+        at = next(i for i, c in enumerate(plan) if c is check) + 1
+        decoding = at > len(self.until_decode)  # self.computed is this iteration's already
+        try:
+            for later in plan[at:]:
+                if not decoding and later.step in _FROM_DECODE:
+                    self.computed = computed_tokens(self.requests, event)
+                    decoding = True
+                if (more := later.run(self, event)) is not None:
+                    found.append(self._settle(later, more))
+        except Exception:  # only ever after a finding: see the docstring
+            self.stopped = event.iteration
+        return self._keep(found)
 
     def finish(self, drained: bool, fault: SchedulerFault | None = None) -> Finding | None:
         """The end-of-run checks: the target kept answering (PROTO-1, when ``fault`` stopped the
         run), then every request finished (REQ-2 if the run drained, else LIVE-1)."""
-        if self.finding is None or self.all_findings:
+        if self.finding is None or (self.all_findings and not self.stopped):
             end = RunEnd(drained, fault)
-            for check in END_CHECKS:
-                if (finding := check.run(self, end)) is not None:
-                    first = self._settle(check, finding)
-                    if not self.all_findings:
-                        return first
+            found = [
+                self._settle(check, finding)
+                for check in END_CHECKS
+                if (finding := check.run(self, end)) is not None
+            ]
+            if found:
+                self._keep(found)
         return self.finding
+
+    def follow(
+        self, events: Iterable[IterationEvent], drained: bool, fault: SchedulerFault | None
+    ) -> None:
+        """Check on after the first finding, to the end of the run: the first violation of every
+        other invariant, for :attr:`Finding.followed_by`. The ledgers after a violation are not
+        what a correct run leaves, so a check may fail on them: checking on stops there."""
+        self.all_findings = True
+        try:
+            for event in events:
+                self.observe(event)
+            if not self.stopped:
+                self.finish(drained, fault)
+        except Exception:  # after a finding: what was found so far stands
+            self.stopped = self.iteration or 1
+
+    def root_cause(self) -> Finding | None:
+        """The first finding, with every later one of another invariant as what followed it."""
+        first = self.finding
+        if first is None:
+            return None
+        later = tuple(
+            replace(other, recent=()) for other in self.findings.values() if other is not first
+        )
+        return replace(first, followed_by=later) if later else first
 
     def excused(self) -> Excused:
         """What the declarations excused so far (:mod:`.excuses`), frozen."""
@@ -179,17 +236,25 @@ class Monitor:
         return requests.tally.excused(finished, max(0, self.iteration - lesson_bound))
 
     def _settle(self, check: Check[IterationEvent] | Check[RunEnd], finding: Finding) -> Finding:
-        """Keep the first finding, which ``check`` may report only under an id it registered."""
+        """``finding`` with the recent iterations, which ``check`` may report only under an id
+        it registered."""
         if finding.invariant not in check.ids:
             raise RuntimeError(
                 f"monitor check {check.name} reported {finding.invariant} but registered "
                 f"only {', '.join(check.ids)}: add the id to its registration"
             )
         recent = tuple(e if isinstance(e, IterationEvent) else e() for e in self.recent)
-        kept = replace(finding, recent=recent)
-        self.findings.setdefault(kept.invariant, kept)
+        return replace(finding, recent=recent)
+
+    def _keep(self, found: list[Finding]) -> Finding | None:
+        """An iteration's findings (or the run end's), in the order their checks ran: the most
+        specific is the run's first finding if it has none yet; each is its invariant's first
+        unless one came earlier."""
+        first = most_specific(found)
+        for finding in sorted(found, key=lambda f: precedence(f.invariant)):  # stable
+            self.findings.setdefault(finding.invariant, finding)
         if self.finding is None:
-            self.finding = kept
+            self.finding = first
         return self.finding
 
 
@@ -208,10 +273,16 @@ def monitor_run(run: Run, properties: TargetProperties | None = None) -> Finding
 def watch_run(
     run: Run, properties: TargetProperties | None = None
 ) -> tuple[Finding | None, Excused]:
-    """:func:`monitor_run`'s finding, and what the declarations excused up to it."""
+    """:func:`monitor_run`'s finding, with what followed it on the same run, and what the
+    declarations excused up to it."""
     monitor = Monitor(run.workload, run.policy, properties)
-    for event in run.events:
-        finding = monitor.observe(event)
-        if finding is not None:
-            return finding, monitor.excused()
-    return monitor.finish(run.drained, run.fault), monitor.excused()
+    events = iter(run.events)
+    for event in events:
+        if monitor.observe(event) is not None:
+            break
+    else:
+        monitor.finish(run.drained, run.fault)
+        return monitor.root_cause(), monitor.excused()
+    excused = monitor.excused()  # up to the finding: checking on counts on
+    monitor.follow(events, run.drained, run.fault)
+    return monitor.root_cause(), excused

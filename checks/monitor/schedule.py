@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.findings import Finding, most_specific
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.spec.events import Op
@@ -28,16 +28,35 @@ def check_schedule(
     requests: RequestLedger,
     pages: PageLedger,
     check_limits: Callable[[int], Finding | None],
-    keep_going: bool = False,
 ) -> Finding | None:
-    """Apply iteration ``n``'s scheduling operations in order; the first violation, if any.
+    """Apply iteration ``n``'s scheduling operations in order; the most specific violation, if
+    any (:func:`~.findings.most_specific`), the first of those in the engine's order.
 
     A preempted request must have released every page by the time it is admitted again, or by
     the end of the schedule if it is not (PAGE-4): its frees may follow its ``preempt``.
-    ``keep_going`` (checking on after a violation) applies the operations after the first
-    violation too, so that the rest of the iteration is not judged on a schedule cut short.
+    The operations after a violation are applied too, so that the rest of the iteration (and,
+    checking on, of the run) is not judged on a schedule cut short; that costs nothing on a
+    schedule without one.
     """
-    first: Finding | None = None
+    found: list[Finding] = []
+    try:
+        _apply(n, ops, requests, pages, check_limits, found)
+    except Exception:
+        if not found:
+            raise
+        # Past a violation the ledgers may be part-way: what was found stands, never a crash.
+    return most_specific(found) if found else None
+
+
+def _apply(
+    n: int,
+    ops: tuple[Op, ...],
+    requests: RequestLedger,
+    pages: PageLedger,
+    check_limits: Callable[[int], Finding | None],
+    found: list[Finding],
+) -> None:
+    """:func:`check_schedule`'s operations, each violation appended to ``found``."""
     preempted: dict[str, None] = {}  # preempted in this schedule and not admitted again
     joined: dict[str, None] = {}  # admitted in this schedule: one static batch, not two
     for op in ops:
@@ -55,8 +74,13 @@ def check_schedule(
             case "admit":
                 if rid in preempted:
                     del preempted[rid]
-                    finding = pages.drop(n, rid, "was preempted and admitted again")
-                finding = finding or requests.admit(n, (rid,), joined) or check_limits(n)
+                    if dropped := pages.drop(n, rid, "was preempted and admitted again"):
+                        found.append(dropped)
+                # Admitted whatever it kept, then within the limits or not: each is its own rule.
+                finding = requests.admit(n, (rid,), joined)
+                if finding is not None:
+                    found.append(finding)
+                finding = check_limits(n)
                 joined[rid] = None
             case "alloc" | "share":
                 finding = pages.grow(n, rid, op.pages, kind == "share", requests.active)
@@ -65,13 +89,7 @@ def check_schedule(
             case _:
                 assert_never(kind)
         if finding:
-            if not keep_going:
-                return finding
-            first = first or finding
+            found.append(finding)
     for rid in preempted:
-        finding = pages.drop(n, rid, "was preempted")
-        if finding:
-            if not keep_going:
-                return finding
-            first = first or finding
-    return first
+        if finding := pages.drop(n, rid, "was preempted"):
+            found.append(finding)

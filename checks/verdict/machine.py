@@ -17,7 +17,7 @@ import json
 import xml.etree.ElementTree as ElementTree
 from typing import Any
 
-from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.findings import Finding, followed
 from kvsched.checks.verdict.render import BY_FIGURE, LINE_LIMIT, explain
 from kvsched.checks.verdict.report import (
     INCONCLUSIVE,
@@ -132,6 +132,8 @@ def _finding_json(finding: Finding | None) -> dict[str, Any] | None:
         "requests": list(finding.requests),
         "pages": list(finding.pages),
         "recent": [describe_event(e) for e in finding.recent],
+        # What the monitor found checking on after it, on the same run: each may follow from it.
+        "followed_by": [_finding_json(later) for later in finding.followed_by],
     }
 
 
@@ -174,6 +176,10 @@ def render_junit_xml(report: Report, reproduce: str = "") -> str:
             name="coverage.hypothesis_examples",
             value=str(verdict.evidence.hypothesis_examples),
         )
+        if verdict.finding is not None and verdict.finding.followed_by:
+            # The first violation's testcase fails; these were found after it and may follow.
+            after = f"{verdict.finding.invariant}: {followed(verdict.finding)}"
+            ElementTree.SubElement(listed, "property", name="followed_by", value=after)
         for e in verdict.declarations:  # a CI report shows what a pass was excused
             excused = f"declaration.{e.declaration}"
             ElementTree.SubElement(listed, "property", name=excused, value=e.describe())

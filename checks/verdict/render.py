@@ -18,7 +18,7 @@ from collections import Counter
 
 from tabulate import tabulate
 
-from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.findings import Finding, followed
 from kvsched.checks.search.runs import ALLOCATOR_BITS
 from kvsched.checks.verdict.report import (
     HOLDS,
@@ -195,6 +195,22 @@ def _when(finding: Finding) -> str:
     return "" if finding.invariant == "PROTO-1" else " at the end of the run"
 
 
+def followed_lines(finding: Finding) -> list[str]:
+    """What the monitor found after ``finding`` on the same run, checking on: one line each,
+    led by the sentence that says they are named after it because they may follow from it."""
+    if not finding.followed_by:
+        return []
+    lines = [
+        "",
+        f"Followed by {followed(finding)}: found checking on after it, on the same run; "
+        f"fix {finding.invariant} first, as these may follow from it.",
+    ]
+    for later in finding.followed_by:
+        first_line = escaped(later.message).splitlines()[0] if later.message else ""
+        lines.append(f"  {later.invariant} ({later.where}): {cut(first_line, LINE_LIMIT)}")
+    return lines
+
+
 def explain(verdict: Verdict, reproduce: str = "") -> str:
     """A violation in words: what broke, on which smallest workload, and how to replay it."""
     finding = verdict.finding
@@ -203,6 +219,7 @@ def explain(verdict: Verdict, reproduce: str = "") -> str:
         "",
         f"{finding.invariant} violated{_when(finding)}: {BY_ID[finding.invariant].title}.",
         *(f"  {cut(line, LINE_LIMIT)}" for line in escaped(finding.message).splitlines()),
+        *followed_lines(finding),
     ]
     failing = verdict.counterexample
     if failing is not None:

@@ -135,7 +135,7 @@ class RaisesInIteration3(ContinuousScheduler):
 MUTANTS: list[tuple[Any, str, Workload, str, int, tuple[str, ...], tuple[int, ...]]] = [
     (OffByOnePages, "continuous", workload((1, 4, 4), ("a", 0, 4, 2)), "PAGE-1", 1, ("a",), ()),
     (SecondOwner, "continuous", W, "PAGE-2", 1, ("b", "a"), (0,)),
-    (LeakOnFinish, "continuous", W, "PAGE-3", 3, (), ()),
+    (LeakOnFinish, "continuous", W, "PAGE-3", 3, ("a",), (0, 1)),
     (KeepsPagesOnFinish, "continuous", W, "PAGE-4", 3, ("a",), (0, 1)),
     (IgnoresPages, "continuous", workload((2, 4, 2), ("a", 0, 0, 8), ("b", 0, 0, 8)), "PAGE-5",
      1, ("a", "b"), ()),
