@@ -12,7 +12,7 @@ from kvsched.checks.monitor.coverage import Coverage, reached
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
-from kvsched.checks.search.shrink import DEFAULT_BUDGET, shrink_workload, violation
+from kvsched.checks.search.shrink import DEFAULT_BUDGET, horizon, shrink_workload, violation
 from kvsched.checks.targets.deadline import Deadline
 from kvsched.checks.verdict.report import FailingWorkload
 from kvsched.reference.efficiency import measure
@@ -70,14 +70,23 @@ class Trial:
             minimum=options.minimum_examples if invariant is None else 0,
         )
 
-    def violation(self, workload: Workload, invariant: str) -> Finding | None:
-        """The first finding of a run of ``workload`` if it violates ``invariant`` anywhere."""
+    def violation(
+        self, workload: Workload, invariant: str, iterations: int | None = None
+    ) -> Finding | None:
+        """The first finding of a run of ``workload`` if it violates ``invariant`` anywhere in
+        its first ``iterations`` (all, if None)."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
         if self.properties is not None and self.properties.unservable(
             workload.requests, workload.limits
         ):
             return None  # a pool the target's reserved pages leave too small: no witness
-        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
+        result = run(
+            workload,
+            self.factory,
+            policy=self.policy,
+            properties=self.properties,
+            max_iterations=iterations,
+        )
         return violation(result, invariant, self.properties)
 
     def minimise(
@@ -99,22 +108,24 @@ class Trial:
             return FailingWorkload(workload, source, saved_to=saved), finding
         spent = 0
 
-        def breaking(invariant: str, first: bool) -> Callable[[Workload], bool]:
+        def breaking(found: Finding, first: bool) -> Callable[[Workload], bool]:
+            invariant, iterations = found.invariant, horizon(found)
+
             def still_fails(candidate: Workload) -> bool:
                 nonlocal spent
                 spent += 1
-                found = self.violation(candidate, invariant)
-                return found is not None and (not first or found.invariant == invariant)
+                seen = self.violation(candidate, invariant, iterations)
+                return seen is not None and (not first or seen.invariant == invariant)
 
             return still_fails
 
-        smallest = shrink_workload(workload, breaking(finding.invariant, first=False))
+        smallest = shrink_workload(workload, breaking(finding, first=False))
         named = self.measured(smallest)[0]
         if named is None:
             return FailingWorkload(workload, source, saved_to=saved), finding  # not deterministic
         if named.invariant != finding.invariant:
             left = max(0, DEFAULT_BUDGET - spent)
-            smallest = shrink_workload(smallest, breaking(named.invariant, first=True), left)
+            smallest = shrink_workload(smallest, breaking(named, first=True), left)
         invariant = named.invariant
         if smallest == workload and given and invariant == finding.invariant:
             return FailingWorkload(workload, source, saved_to=saved), finding
@@ -132,8 +143,8 @@ class Trial:
         earlier = (
             ""
             if invariant == finding.invariant
-            else f" On {source} the first violation was {finding.invariant} in iteration "
-            f"{finding.iteration}; on this workload {invariant} comes first."
+            else f" Found on {source} as {finding.invariant} in iteration {finding.iteration}; "
+            f"on this smaller workload {invariant} comes first."
         )
         description = (
             f"Smallest workload found from {source}: under {self.policy or 'its own'} policy "

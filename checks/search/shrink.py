@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kvsched.checks.monitor.findings import Finding
+from kvsched.checks.monitor.registry import END_CHECKS
 from kvsched.checks.monitor.runtime import Monitor, watch_run
 from kvsched.reference.engine import Run, run
 from kvsched.spec.properties import TargetProperties
@@ -72,15 +73,31 @@ def violation(run: Run, invariant: str, properties: TargetProperties | None) -> 
     the shrink never drifts into a workload that fails for another reason only. It need not be
     the first violation there: on a smaller workload the same bug may show earlier under another
     rule (a re-prefill that drops a token is a stray chunk among a thousand requests, a page
-    short among three), and the first is what names it.
+    short among three), and the first is what names it. Only an invariant of :data:`END_IDS`
+    reads the end of the run: any other may be judged on a run cut short (:func:`horizon`).
     """
     monitor = Monitor(run.workload, run.policy, properties, all_findings=True)
     for event in run.events:
         monitor.observe(event)
         if invariant in monitor.findings:
             return monitor.finding
+    if invariant not in END_IDS:
+        return None
     monitor.finish(run.drained, run.fault)
     return monitor.finding if invariant in monitor.findings else None
+
+
+def horizon(finding: Finding) -> int | None:
+    """Iterations enough for a shrink's candidates to show ``finding``'s violation again: the
+    rest of a run (thousands of iterations of a family) is engine time spent after it. None for
+    a violation only the end of a run shows."""
+    if finding.invariant in END_IDS:
+        return None
+    return 4 * finding.iteration + 64
+
+
+END_IDS = frozenset(i for check in END_CHECKS for i in check.ids)
+"""The invariants an end-of-run check reports, which a run cut short cannot show."""
 
 
 def smallest_failing(
@@ -125,6 +142,7 @@ class _Shrinker:
         # sizes: a pool can shrink to the largest request's peak only once that has shrunk.
         passes = (
             self._horizon,
+            self._halves,
             self._limits,
             self._caps,
             self._limits,
@@ -236,11 +254,16 @@ class _Shrinker:
             self.requests(requests), limits=replace(self.current.limits, page_size=page_size)
         )
 
-    def _drop(self) -> None:
+    def _halves(self) -> None:
+        """The coarse chunks of :meth:`_drop` (down to an eighth), before the limits: a run
+        of hundreds of requests is what makes a shrink slow, and most of them can go at once."""
+        self._drop(len(self.current.requests) // 8)
+
+    def _drop(self, finest: int = 1) -> None:
         """Delta debugging over the requests: chunks of a half, a quarter, ... then single
         requests, each tried again at the same place after a removal succeeds."""
         chunk = len(self.current.requests) // 2
-        while chunk >= 1 and self.runs < self.budget:
+        while chunk >= max(1, finest) and self.runs < self.budget:
             start = 0
             while start < len(self.current.requests) and self.runs < self.budget:
                 requests = self.current.requests
@@ -339,25 +362,34 @@ class _Shrinker:
             self._lighter(index)
 
     def _lighter(self, index: int) -> None:
-        """A page less of the request's prompt and a page less in the pool, together, while
-        that still fails: where the pool's pressure is the bug, neither goes alone."""
-        while self.runs < self.budget:
-            request, limits = self.current.requests[index], self.current.limits
-            if request.prompt_tokens == 0 or limits.pool_pages <= 1:
-                return
-            tokens = max(0, request.prompt_tokens - limits.page_size)
-            freed = peak_pages(request, limits.page_size) - peak_pages(
-                _prompt(request, tokens), limits.page_size
-            )
+        """The request's prompt, then its output, lowered with the pool, by bisection: the
+        pool loses the pages the request no longer needs at its peak, so where the pool's
+        pressure is the bug (a request that needs the whole pool), neither goes alone."""
+        before = self.current.requests[index]
+        self.lowest(before.prompt_tokens, 0, self._with_pool(index, lambda t: _prompt(before, t)))
+        after = self.current.requests[index]
+        self.lowest(
+            after.output_tokens,
+            1,
+            self._with_pool(index, lambda t: replace(after, output_tokens=t)),
+        )
+
+    def _with_pool(
+        self, index: int, smaller: Callable[[int], Request]
+    ) -> Callable[[int], Workload]:
+        """``smaller(v)`` in place of request ``index``, the pool less the peak pages it frees,
+        both counted from the workload as it is now."""
+        began, limits = self.current.requests[index], self.current.limits
+
+        def made(value: int) -> Workload:
+            request = smaller(value)
+            freed = peak_pages(began, limits.page_size) - peak_pages(request, limits.page_size)
             requests = list(self.current.requests)
-            requests[index] = _prompt(request, tokens)
-            lighter = replace(
-                self.current,
-                requests=tuple(requests),
-                limits=replace(limits, pool_pages=max(1, limits.pool_pages - freed)),
-            )
-            if not self.tried(lighter):
-                return
+            requests[index] = request
+            pool = replace(limits, pool_pages=max(1, limits.pool_pages - freed))
+            return replace(self.current, requests=tuple(requests), limits=pool)
+
+        return made
 
 
 def _prompt(request: Request, tokens: int) -> Request:
