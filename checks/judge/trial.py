@@ -131,7 +131,11 @@ class Trial:
             return FailingWorkload(workload, source, saved_to=saved), finding
         found_by = f"{source}, shrunk" if smallest != workload else source
         blob = ""
-        if self.options.hypothesis and len(smallest.requests) > FEW and not self.deadline.expired:
+        if (
+            self.options.hypothesis
+            and len(smallest.requests) > HANDFUL
+            and not self.deadline.expired
+        ):
             other = self.search(invariant).counterexample
             if other is not None and _size(other.workload) < _size(smallest):
                 # What the user ran shows the violation first: named first, then who made it small.
@@ -154,7 +158,7 @@ class Trial:
         return FailingWorkload(smallest, found_by, blob), small_finding
 
 
-FEW = 4
+HANDFUL = 4
 """Requests a shrunk witness may keep before Hypothesis is asked for a smaller one: a bug that
 shows on one or two requests is shown on at most this many (issue 39)."""
 

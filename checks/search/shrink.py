@@ -50,7 +50,7 @@ from kvsched.spec.workload import (
     workload_to_json,
 )
 
-FEW = 8
+BISECTED = 8
 """Requests few enough for every number of each to be bisected; more get one bold try each."""
 
 DEFAULT_BUDGET = 400
@@ -315,7 +315,7 @@ class _Shrinker:
 
     def _numbers(self) -> None:
         """Each request's numbers: by bisection when they are few, else only their floors."""
-        thorough = len(self.current.requests) <= FEW
+        thorough = len(self.current.requests) <= BISECTED
         for index in range(len(self.current.requests)):
             if index >= len(self.current.requests) or self.runs >= self.budget:
                 return
