@@ -57,6 +57,11 @@ DEFAULT_BUDGET = 400
 """Most candidate runs one shrink may spend; each is one engine run plus the monitor."""
 
 
+class Spent(Exception):
+    """Raised by a ``still_fails`` whose caller's own budget (of engine iterations, say) ran
+    out: the shrink ends with the smallest workload found so far."""
+
+
 def shrink_workload(
     workload: Workload, still_fails: Callable[[Workload], bool], budget: int = DEFAULT_BUDGET
 ) -> Workload:
@@ -173,7 +178,12 @@ class _Shrinker:
         if not _valid(candidate):
             return False
         self.runs += 1
-        if not self.still_fails(candidate):
+        try:
+            fails = self.still_fails(candidate)
+        except Spent:
+            self.runs = self.budget
+            return False
+        if not fails:
             return False
         self.current = candidate
         return True
@@ -427,6 +437,9 @@ def _renamed(workload: Workload, still_fails: Callable[[Workload], bool]) -> Wor
         return workload
     renamed = tuple(replace(r, id=letters[i]) for i, r in enumerate(workload.requests))
     candidate = replace(workload, requests=renamed)
-    if candidate == workload or not still_fails(candidate):
+    try:
+        if candidate == workload or not still_fails(candidate):
+            return workload
+    except Spent:
         return workload
     return candidate

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from kvsched.checks.judge import trial as trial_module
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.findings import Finding
@@ -229,3 +230,28 @@ def test_a_learner_leak_after_40_requests_is_shown_on_41_of_one_token(tmp_path: 
     family = check_source(profile_runs("ci").learner_family_requests)
     assert verdict.counterexample.found_by == f"{family}, shrunk"
     assert family in " ".join(row.how for row in verdict.invariants if row.invariant == "PAGE-3")
+
+
+def test_a_minimisation_stops_at_its_budget_of_engine_iterations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Shrinking this find takes about 6,000 iterations; allowed 3,000, it stops past them.
+    monkeypatch.setattr(trial_module, "SHRINK_ITERATIONS", 3_000)
+    trial = _trial(LeaksAfterTwentyFinish)
+    workload, finding = _family_find(trial)
+    ran: list[int] = []
+    measured = Trial.violation
+
+    def counted(
+        self: Trial, candidate: Workload, invariant: str, iterations: int | None = None
+    ) -> tuple[Finding | None, int]:
+        found, iterated = measured(self, candidate, invariant, iterations)
+        ran.append(iterated)
+        return found, iterated
+
+    monkeypatch.setattr(Trial, "violation", counted)
+    failing, named = trial.minimise(workload, finding, FAMILIES)
+    assert sum(ran[:-1]) < 3_000 <= sum(ran)
+    again = trial.measured(failing.workload)[0]
+    assert again is not None and again.invariant == named.invariant == "PAGE-3"
+    assert LATE < len(failing.workload.requests) < len(workload.requests)
