@@ -112,18 +112,18 @@ class Trial:
         if self.deadline.expired:
             # After a hang, each shrinking step could hang again: shown where it happened.
             return FailingWorkload(workload, source, saved_to=saved), finding
-        spent = iterated = 0
+        spent = calls = 0
 
         def breaking(found: Finding, first: bool) -> Callable[[Workload], bool]:
             invariant, iterations = found.invariant, horizon(found)
 
             def still_fails(candidate: Workload) -> bool:
-                nonlocal spent, iterated
-                if iterated >= SHRINK_ITERATIONS:
+                nonlocal spent, calls
+                if calls >= SHRINK_CALLS:
                     raise Spent
                 spent += 1
                 seen, ran = self.violation(candidate, invariant, iterations)
-                iterated += ran
+                calls += len(candidate.requests) + 2 * ran
                 return seen is not None and (not first or seen.invariant == invariant)
 
             return still_fails
@@ -167,14 +167,14 @@ class Trial:
         return FailingWorkload(smallest, found_by, blob), small_finding
 
 
-SHRINK_ITERATIONS = 100_000
-"""Engine iterations one minimisation may run over all its candidates. A run's cost follows its
-iterations, not the candidates ``shrink.DEFAULT_BUDGET`` counts: the planted bugs of
-tests/quality/test_minimal_witnesses.py shrink in about 6,000 (1 s of CPU), a leak after 200
-finished requests in 83,000 (9 s), while a leak after 2,000, found in a long run of 10,000,
-took 86 s for 400 runs of 2,001 serial iterations each; capped, it stops after 15 s at a witness
-of the 2,001 requests it needs, its sizes partly shrunk. Both are counts, not times, so every
-machine stops at the same witness."""
+SHRINK_CALLS = 300_000
+"""Calls into the target one minimisation may make over all its candidates: one
+``add_request`` per request and a ``schedule`` and an ``update_from_output`` per iteration, which
+is what a run costs, not the candidates ``shrink.DEFAULT_BUDGET`` counts. The planted bugs of
+tests/quality/test_minimal_witnesses.py shrink in under 30,000 (1 s of CPU); a leak after 5,000
+finished requests, found in the long run of 10,000, took 110 s of CPU on the shrinker before
+(400 runs of thousands of requests) and stops at this cap with the 5,001 requests it needs. A
+count, not a time, so every machine stops at the same witness."""
 
 
 HANDFUL = 4

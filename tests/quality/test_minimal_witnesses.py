@@ -232,26 +232,26 @@ def test_a_learner_leak_after_40_requests_is_shown_on_41_of_one_token(tmp_path: 
     assert family in " ".join(row.how for row in verdict.invariants if row.invariant == "PAGE-3")
 
 
-def test_a_minimisation_stops_at_its_budget_of_engine_iterations(
+def test_a_minimisation_stops_at_its_budget_of_calls_into_the_target(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Shrinking this find takes about 6,000 iterations; allowed 3,000, it stops past them.
-    monkeypatch.setattr(trial_module, "SHRINK_ITERATIONS", 3_000)
+    # Shrinking this find takes about 15,000 calls; allowed 6,000, it stops just past them.
+    monkeypatch.setattr(trial_module, "SHRINK_CALLS", 6_000)
     trial = _trial(LeaksAfterTwentyFinish)
     workload, finding = _family_find(trial)
-    ran: list[int] = []
+    calls: list[int] = []
     measured = Trial.violation
 
     def counted(
         self: Trial, candidate: Workload, invariant: str, iterations: int | None = None
     ) -> tuple[Finding | None, int]:
-        found, iterated = measured(self, candidate, invariant, iterations)
-        ran.append(iterated)
-        return found, iterated
+        found, ran = measured(self, candidate, invariant, iterations)
+        calls.append(len(candidate.requests) + 2 * ran)
+        return found, ran
 
     monkeypatch.setattr(Trial, "violation", counted)
     failing, named = trial.minimise(workload, finding, FAMILIES)
-    assert sum(ran[:-1]) < 3_000 <= sum(ran)
+    assert sum(calls[:-1]) < 6_000 <= sum(calls)
     again = trial.measured(failing.workload)[0]
     assert again is not None and again.invariant == named.invariant == "PAGE-3"
     assert LATE < len(failing.workload.requests) < len(workload.requests)
