@@ -8,7 +8,7 @@ from kvsched.checks.mutants.corners import PriorityVictimRefundsTwice, RevivedHi
 from kvsched.checks.mutants.engine import V1, TokenFromNothing
 from kvsched.checks.search.corners import BOUNDARY_SHAPES, HIT_GROUP
 from kvsched.checks.search.explore import search
-from kvsched.checks.search.shrink import shrink_workload, smallest_failing
+from kvsched.checks.search.shrink import Spent, shrink_workload, smallest_failing
 from kvsched.spec.workload import Limits, Request, Workload
 
 HIT = Workload(
@@ -59,3 +59,18 @@ def test_smallest_failing_says_when_the_workload_no_longer_fails() -> None:
     )
     assert found is not None and found[1].invariant == "DEC-3"
     assert len(found[0].requests) == 2
+
+
+def test_a_spent_caller_budget_ends_the_shrink_with_the_smallest_so_far() -> None:
+    calls: list[int] = []
+
+    def fails_until_spent(workload: Workload) -> bool:
+        calls.append(len(workload.requests))
+        if len(calls) > 3:
+            raise Spent
+        return True
+
+    smallest = shrink_workload(HIT, fails_until_spent)
+    # three candidates kept, the fourth call spent; the renaming's call is the only one after
+    assert len(calls) == 5
+    assert len(smallest.requests) == calls[2]
