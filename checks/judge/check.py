@@ -10,12 +10,14 @@ For a scheduler, under its policy, in this order, stopping at the first violatio
 2. Hypothesis (:func:`kvsched.checks.search.explore.search`) over generated workloads, under
    the selected profile.
 
-A violation found on a fixed workload is shrunk (:mod:`kvsched.checks.search.shrink`), and
-Hypothesis is asked for a smaller workload breaking the same invariant; the smallest wins. A
-learner's file is judged under both policies after its ``allocate_kv_pages`` is checked directly
-(:mod:`.allocator`). Every call into the target runs under a deadline: kept by the host process
-for a hosted target (:mod:`.hosted`, the way ``kvsched check`` runs), by an alarm in this process
-otherwise (:mod:`kvsched.checks.targets.deadline`). The report states the run's seed and budget
+A violation found on a fixed workload is shrunk (:mod:`kvsched.checks.search.shrink`) and then
+named by the earliest violation on the smallest witness (:meth:`.trial.Trial.minimise`: shrink
+first, then name); Hypothesis is asked for a smaller workload only when more than a handful of
+requests are left, and the smaller wins. A learner's file is judged under both policies after
+its ``allocate_kv_pages`` is checked directly (:mod:`.allocator`). Every call into the target
+runs under a deadline: kept by the host process for a hosted target (:mod:`.hosted`, the way
+``kvsched check`` runs), by an alarm in this process otherwise
+(:mod:`kvsched.checks.targets.deadline`). The report states the run's seed and budget
 (:mod:`.options`), so that a rerun with them draws the same examples.
 """
 
