@@ -132,6 +132,13 @@ class Trial:
         named = self.measured(smallest)[0]
         if named is None:
             return FailingWorkload(workload, source, saved_to=saved), finding  # not deterministic
+        if named.invariant != finding.invariant and finding.invariant not in {
+            later.invariant for later in named.followed_by
+        }:
+            # The earliest violation no longer leads to the one found: the target now answers
+            # this workload otherwise (it is not deterministic, or it has used up something of
+            # its own, such as threads). The witness stays the one the violation was found on.
+            return FailingWorkload(workload, source, saved_to=saved), finding
         if named.invariant != finding.invariant:
             left = max(0, DEFAULT_BUDGET - spent)
             smallest = shrink_workload(smallest, breaking(named, first=True), left)
@@ -179,7 +186,7 @@ count, not a time, so every machine stops at the same witness."""
 
 HANDFUL = 4
 """Requests a shrunk witness may keep before Hypothesis is asked for a smaller one: a bug that
-shows on one or two requests is shown on at most this many (issue 39)."""
+shows on one or two requests is shown on at most this many."""
 
 
 def _size(workload: Workload) -> tuple[int, int]:

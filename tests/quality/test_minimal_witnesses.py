@@ -213,7 +213,7 @@ def test_a_later_violation_shrinks_to_the_earliest_one_it_follows_from() -> None
 
 
 def test_a_learner_leak_after_40_requests_is_shown_on_41_of_one_token(tmp_path: Path) -> None:
-    # Issue 39's learner: the check's verdict listed 40 requests with the family's sizes.
+    # A learner's late leak: the check's verdict once listed 40 requests with the family's sizes.
     source = (files("kvsched.checks.mutants") / "learner" / "buggy_late_leak.py").read_text()
     assert "len(finished) <= 64" in source
     path = tmp_path / "late_leak_40.py"
