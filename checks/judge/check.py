@@ -194,7 +194,9 @@ def check_scheduler(
         for size in sizes.families(kind):
             fixed.extend((w, check_source(size)) for w in check_workloads(size))
         if kind == "scheduler" and sizes.long_run:
-            fixed.append((long_run(sizes.long_run), long_run_source(sizes.long_run)))
+            budget = properties.token_budget if properties is not None else None
+            run_long = long_run(sizes.long_run, budget)
+            fixed.append((run_long, long_run_source(sizes.long_run)))
     names: list[str] = []
     efficiency: tuple[tuple[str, int], ...] = ()  # measured on the first fixed run
     measured_on = ""

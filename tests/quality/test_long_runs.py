@@ -70,3 +70,15 @@ def test_the_same_class_passes_with_the_long_run_left_out(
     target = SchedulerTarget("leaks", LeaksAfterThousands, "continuous", None)
     [verdict] = check_target(target, FIXED_ONLY).verdicts
     assert verdict.finding is None
+
+
+def test_a_small_declared_budget_gets_arrivals_it_can_serve() -> None:
+    """At the slots' rate a design serving 8 tokens an iteration would queue thousands; its long
+    run arrives at what its budget serves, so its queue stays short and its cost linear."""
+    fast, slow = long_run(10_000), long_run(10_000, token_budget=8)
+    assert [r.prompt_tokens for r in fast.requests] == [r.prompt_tokens for r in slow.requests]
+    span_fast, span_slow = fast.requests[-1].arrival, slow.requests[-1].arrival
+    assert span_slow > 20 * span_fast
+    # 8 tokens serve about 0.42 brief requests an iteration: arrivals come at 95% of that.
+    assert 0.35 < 10_000 / span_slow < 0.42
+    assert long_run(10_000, token_budget=4096) == fast  # a budget that keeps up changes nothing
