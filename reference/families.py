@@ -60,7 +60,9 @@ MEAN_BURST = 16
 """Mean number of requests in one burst of the ``bursty`` arrivals."""
 HEAVY_CAP = 4096
 """Longest heavy-tailed prompt or output, in tokens: a tail, but one that fits a pool."""
-_MEAN_OUTPUT = {"short": 16.5, "long": 200.0, "heavy": 16.0, "brief": 2.5}
+BRIEF_PROMPT, BRIEF_OUTPUT = (1, 32), (1, 4)
+"""The ``brief`` class's prompt and output tokens, each drawn uniformly from its range."""
+_MEAN_OUTPUT = {"short": 16.5, "long": 200.0, "heavy": 16.0, "brief": sum(BRIEF_OUTPUT) / 2}
 """Mean output tokens of each length class (heavy: about 2 x 8), for the arrival rate."""
 
 
@@ -132,8 +134,8 @@ def long_run_source(size: int) -> str:
     return f"a long run of {size:,} requests"
 
 
-_BRIEF_TOKENS = 16.5 + 2.5
-"""Mean tokens a ``brief`` request computes: its prompt (1-32) and its output (1-4)."""
+_BRIEF_TOKENS = sum(BRIEF_PROMPT) / 2 + _MEAN_OUTPUT["brief"]
+"""Mean tokens a ``brief`` request computes: its prompt and its output."""
 
 
 def long_run(size: int, token_budget: int | None = None) -> Workload:
@@ -310,7 +312,7 @@ def _lengths(rng: random.Random, lengths: str) -> tuple[int, int]:
     if lengths == "long":
         return _uniform(rng, 128, 1024), _uniform(rng, 100, 300)
     if lengths == "brief":
-        return _uniform(rng, 1, 32), _uniform(rng, 1, 4)
+        return _uniform(rng, *BRIEF_PROMPT), _uniform(rng, *BRIEF_OUTPUT)
     return _pareto(rng, 16), _pareto(rng, 8)
 
 

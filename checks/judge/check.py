@@ -108,10 +108,10 @@ def check_target(
         enforce(options.allowed, properties, policy, where)
         if modelled is None:
             modelled = modelled_policy(target.factory)
-        cited = options.proof_requests and modelled and modelled == policy
+        proofs = options.proof_requests if modelled and modelled == policy else 0
         verdict = check_scheduler(
             target.spec, "scheduler", target.factory, policy, properties, options, deadline,
-            proofs=options.proof_requests if cited else 0,
+            proofs=proofs,
         )  # fmt: skip
         seconds = time.monotonic() - started
         return Report(target.spec, (verdict,), seconds=seconds, notes=(replay_note(options),))
@@ -230,8 +230,7 @@ def check_scheduler(
         if not measured_on:
             efficiency, measured_on = figures, source
         if finding is not None:
-            where = f"iteration {finding.iteration}" if finding.iteration else "the end of the run"
-            progress.failed(finding.invariant, f"{where} of {source}")
+            progress.failed(finding.invariant, f"{finding.where} of {source}")
             broken = finding.invariant
             progress.phase(f"{policy or 'declared'}: making the {broken} witness smaller")
             evidence = Evidence(monitor_runs=runs, fixed_workloads=tuple(names), coverage=coverage)

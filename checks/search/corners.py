@@ -180,7 +180,7 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
     return counts
 
 
-def aim(result: Run, usable: int, corners: tuple[str, ...] = ()) -> None:
+def aim(result: Run, usable: int, corners: tuple[str, ...]) -> None:
     """Count the run's corners in Hypothesis's statistics and steer the search towards them:
     crowded runs, where size-dependent bugs live, and ``corners`` of :func:`run_corners`
     (:func:`targeted`). ``usable`` is the pool less the target's reserved pages."""

@@ -182,8 +182,7 @@ def search(
             return
         if locked is None:
             locked = finding.invariant
-            where = f"iteration {finding.iteration}" if finding.iteration else "the end of a run"
-            progress.failed(locked, f"{where} of a workload Hypothesis drew")
+            progress.failed(locked, f"{finding.where} of a workload Hypothesis drew")
             progress.phase(f"{policy or 'declared'}: Hypothesis shrinking a {locked} workload")
         if finding.invariant == locked:
             failed = True

@@ -38,9 +38,10 @@ class ProfileRuns:
     kvsched alone for 3,000 requests of ``check-bursty-short-tight``): dev stops at 5,000."""
     long_run: int = 10_000
     """Requests in the long run of a scheduler class (:func:`kvsched.reference.families.long_run`,
-    requests of a few tokens): finished requests by the ten thousand on every profile, at about a
-    second of CPU per 10,000 through a hosted class. A learner's state lists every request, so
-    its runs cost the square of their size and it gets none; its long families are the dev's."""
+    requests of a few tokens): finished requests by the ten thousand on every profile. 10,000 cost
+    ``VLLMV1Scheduler`` about 1 s of CPU in process and 3 to 4 s hosted, where every
+    ``add_request`` is a round trip. A learner's state lists every request, so its runs cost the
+    square of their size and it gets none; its long families are the dev's."""
     allocator_examples: int = 200
     """Inputs Hypothesis draws for a learner's ``allocate_kv_pages``, past its explicit ones."""
     minimum_examples: int = 25

@@ -49,11 +49,16 @@ def test_a_cache_file_that_says_anything_else_is_proved_again(
     assert len(calls) == 1
 
 
-def test_the_key_covers_every_model_module() -> None:
-    names = [name for name, _ in proved._model_sources()]
-    assert "model.py" in names and "induction.py" in names
-    assert "engine/model.py" in names or any(n.startswith("engine/") for n in names)
-    assert "teaching/model.py" in names
+def test_the_key_covers_every_model_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = proved._model_sources()
+    names = [name for name, _ in sources]
+    assert {"model.py", "induction.py", "engine/system.py", "teaching/model.py"} <= set(names)
+    assert "__pycache__" not in " ".join(names)
+    # A model that changes, in any folder, is proved again: its key is another.
+    before = proved.proof_key("continuous", 3, 1000)
+    changed = [(n, t + b"#" if n == "engine/system.py" else t) for n, t in sources]
+    monkeypatch.setattr(proved, "_model_sources", lambda: changed)
+    assert proved.proof_key("continuous", 3, 1000) != before
 
 
 def test_an_unwritable_cache_costs_only_time(
