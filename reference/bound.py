@@ -33,7 +33,7 @@ class RunBound:
         self.value = max((r.arrival for r in requests), default=0) + sum(
             r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
         )
-        self._records = Records(self.properties)
+        self._records = Records(self.properties, workload.limits.page_size)
         for request in requests:
             self._records.declare(request)
 

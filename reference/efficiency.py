@@ -81,7 +81,7 @@ class Meter:
         self.counts = records is None
         """Whether the meter counts each event into its records itself: else their owner has
         counted the event when the meter observes it."""
-        self.records = Records(self.declared) if records is None else records
+        self.records = Records(self.declared, self.limits.page_size) if records is None else records
         if self.counts:
             for request in workload.requests:
                 self.records.declare(request)

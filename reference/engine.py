@@ -125,7 +125,8 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
-        self.restarts = Restarts(declared)  # a fold restart makes a request owe more tokens
+        # A fold restart makes a request owe more tokens.
+        self.restarts = Restarts(declared, limits.page_size)
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""

@@ -1,12 +1,13 @@
 """One record per request: where it is and what it has, the one home of its counts.
 
 As nano-vllm keeps a sequence's state on the sequence and vLLM v1 on the request, a run's
-per-request state lives on one :class:`RequestRecord`: its status, its output so far, the KV its
-pages hold, the most KV it ever held, the prompt tokens a fold restart moved to its output, and
-where LIVE-3 last saw it preempted. :class:`Records` holds a run's records and moves them by the
-spec's rules, the same for whoever follows the run: the monitor's request ledger (which judges
-each event before it is counted), the efficiency meter, the run's bound and the event-log
-checker's fast path. Each reads the same record, so no count has a second copy to keep in step.
+per-request state lives on one :class:`RequestRecord`: its status, its reservation, its page
+table, its output so far, the KV its pages hold, the most KV it ever held, the prompt tokens a
+fold restart moved to its output, and where LIVE-3 last saw it preempted. :class:`Records` holds
+a run's records and moves them by the spec's rules, the same for whoever follows the run: the
+monitor's request and page ledgers (which judge each event before it is counted), the
+efficiency meter, the run's bound and the event-log checker's fast path. Each reads the same
+record, so no count has a second copy to keep in step.
 
 Two run-wide counts are made of the records, by one rule (spec/semantics.md, section 8): the
 progress LIVE-3 measures, every output token produced plus every token of KV beyond the most a
@@ -24,19 +25,38 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import RequestStatus
+from kvsched.spec.vocabulary import FINISHED, NOT_ARRIVED, RUNNING, WAITING, RequestStatus
 from kvsched.spec.workload import Request
 
 
 class RequestRecord:
     """One request's state, as the run has it so far."""
 
-    __slots__ = ("admitted_with", "generated", "kv", "most", "moved", "request", "stamp", "status")
+    __slots__ = (
+        "admitted_with",
+        "generated",
+        "kv",
+        "most",
+        "moved",
+        "request",
+        "reservation",
+        "stamp",
+        "status",
+        "table",
+    )
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, reservation: int) -> None:
         self.request = request
-        self.status: RequestStatus | None = None
-        """``None`` until it arrives (3.1); a finished request leaves :attr:`Records.live`."""
+        self.status: RequestStatus = NOT_ARRIVED
+        """Moved only by :class:`Records`' transitions; a finished request leaves
+        :attr:`Records.live`."""
+        self.reservation = reservation
+        """The most pages it may hold at once: what peak admission commits for it (3.2,
+        :meth:`TargetProperties.reservation`)."""
+        self.table: tuple[int, ...] = ()
+        """Its page table, as judged so far: the pages it holds, in order. Moved by the page
+        ledger's transitions (checks/monitor/pages.py) and, for a line taken in without an
+        event, the event-log checker's fast path."""
         self.generated = 0
         """Output tokens produced since it arrived."""
         self.kv = 0
@@ -62,10 +82,16 @@ class RequestRecord:
 
 
 class Records:
-    """The live requests' records, the progress count and the recomputed tokens of a run."""
+    """The live requests' records, the progress count and the recomputed tokens of a run.
 
-    def __init__(self, properties: TargetProperties | None = None) -> None:
+    A record moves only by the transitions here, named as the spec names what happens to a
+    request: :meth:`declare`, :meth:`arrive`, :meth:`admit`, :meth:`count` (what it computed,
+    took from the cache and produced), :meth:`preempt` and :meth:`finish` (also from the
+    queue: an abort)."""
+
+    def __init__(self, properties: TargetProperties | None, page_size: int) -> None:
         self.properties = properties or TargetProperties()
+        self.page_size = page_size
         self.live: dict[str, RequestRecord] = {}
         """Every request declared and not finished, in declaration order."""
         self.left: dict[str, RequestRecord] = {}
@@ -79,8 +105,18 @@ class Records:
         """EFF-4: KV tokens computed again below the most their request had held."""
 
     def declare(self, request: Request) -> RequestRecord:
-        record = self.live[request.id] = RequestRecord(request)
+        """``request`` is known, not arrived yet."""
+        reservation = self.properties.reservation(request, self.page_size)
+        record = self.live[request.id] = RequestRecord(request, reservation)
         return record
+
+    def arrive(self, request_id: str) -> bool:
+        """``request_id`` reaches the scheduler and waits (3.1); whether it had not arrived."""
+        record = self.live.get(request_id)
+        if record is None or record.status is not NOT_ARRIVED:
+            return False
+        record.status = WAITING
+        return True
 
     def begin(self) -> None:
         """A new iteration: the requests the last one finished are forgotten."""
@@ -103,12 +139,15 @@ class Records:
         moved = self.properties.moved_on_restart(record.known(), lost, decoding)
         record.moved += moved
         record.kv = 0
+        record.status = WAITING
         return lost, moved
 
     def admit(self, request_id: str) -> None:
+        """``request_id`` joins the batch."""
         record = self.live.get(request_id)
         if record is not None:
             record.admitted_with = record.generated
+            record.status = RUNNING
 
     def count(
         self, computed: Mapping[str, int], cached: Mapping[str, int], decoded: Iterable[str]
@@ -183,6 +222,7 @@ class Records:
         requests), kept in :attr:`left` until the next iteration begins."""
         record = self.live.pop(request_id, None)
         if record is not None:
+            record.status = FINISHED
             self.left[request_id] = record
 
 

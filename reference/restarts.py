@@ -22,8 +22,8 @@ from .record import Records
 class Restarts:
     """The records of a run's requests, as the model runner follows them under a fold."""
 
-    def __init__(self, properties: TargetProperties | None = None) -> None:
-        self.records = Records(properties)
+    def __init__(self, properties: TargetProperties | None, page_size: int) -> None:
+        self.records = Records(properties, page_size)
         self.folds = self.records.properties.restart == "fold"
 
     def follow(

@@ -118,12 +118,26 @@ MemoryUse = Literal["token states", "reservation", "internal fragmentation", "ex
 MEMORY_USES: tuple[MemoryUse, ...] = get_args(MemoryUse)
 
 
-RequestStatus = Literal["waiting", "active", "finished"]
-"""Where the monitor's request ledger has a request that arrived: in the queue (also after a
-preemption), in the batch, or done."""
-WAITING: RequestStatus = "waiting"
-ACTIVE: RequestStatus = "active"
-FINISHED: RequestStatus = "finished"
+class RequestStatus(IntEnum):
+    """Where a request is: the one status every part of kvsched keeps on a request's record, as
+    vLLM v1 keeps one on its request. Not arrived yet (it has not reached the scheduler),
+    waiting in the queue (also after a preemption), running in the batch, or finished. The
+    values are those of the proofs' symbolic states (checks/proofs/engine/system.py)."""
+
+    NOT_ARRIVED = 0
+    WAITING = 1
+    RUNNING = 2
+    FINISHED = 3
+
+    def __str__(self) -> str:
+        """The status in a finding's words: ``waiting``, ``not arrived``."""
+        return self.name.lower().replace("_", " ")
+
+
+NOT_ARRIVED = RequestStatus.NOT_ARRIVED
+WAITING = RequestStatus.WAITING
+RUNNING = RequestStatus.RUNNING
+FINISHED = RequestStatus.FINISHED
 
 Step = Literal["bound", "preemption", "admission", "decode", "pages", "slots", "completion"]
 """Where in an iteration a check of the catalogue runs, in the order of spec/semantics.md,

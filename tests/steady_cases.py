@@ -118,6 +118,28 @@ def chunks_undeclared_by_name() -> Rows:
     return rows
 
 
+def by_priority(rows: Rows, first: str) -> Rows:
+    """The same log declaring a priority order under which ``first`` comes before every other
+    request: the queue a heap order serves, which only the full path keeps."""
+    rows[0]["target"]["order"] = "priority"
+    for request in rows[0]["workload"]["requests"]:
+        if request["id"] == first:
+            request["priority"] = -1
+    return rows
+
+
+def arriving_at(rows: Rows, rid: str, arrival: int) -> Rows:
+    """The same log with ``rid`` arriving at ``arrival``, later than it did and before it is
+    admitted: the queues reported before then leave it out."""
+    for request in rows[0]["workload"]["requests"]:
+        if request["id"] == rid:
+            request["arrival"] = arrival
+    for line in iterations(rows):
+        if line["iteration"] <= arrival and rid in line.get("waiting", []):
+            line["waiting"].remove(rid)
+    return rows
+
+
 PLAIN = TargetProperties(policy="continuous")
 
 
@@ -131,8 +153,15 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_chunked_as_declared": lambda: chunks_undeclared_by_name(),
     "_queue_adds_up": lambda: queue_short(clean_rows()),
     "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
+    # r3 is admitted in iteration 5 while r5, first by priority, waits.
+    "_admits_in_order/priority": lambda: by_priority(clean_rows(), "r5"),
+    # A slot is idle in iteration 3, which admits no one, while r5, the head by priority, fits.
+    "_no_idle_slot/priority": lambda: by_priority(
+        arriving_at(header_limits(clean_rows(), batch_limit=4), "r3", 2), "r5"
+    ),
 }
-"""Each line predicate's case: a log that breaks its check on a line otherwise steady."""
+"""Each line predicate's case: a log that breaks its check on a line otherwise steady
+(``name/variant``: a further case of one predicate, for another declaration it judges)."""
 
 
 def _allocation_dropped(rows: Rows) -> Rows:

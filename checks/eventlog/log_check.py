@@ -61,7 +61,7 @@ def check_stream(
     )
     steady = (
         SteadyDecode(monitor, meter, reader.lowering)
-        if fast and reader.lowering is not None and in_scope(header, monitor)
+        if fast and reader.lowering is not None and in_scope(header)
         else None
     )
 

@@ -30,7 +30,6 @@ class LazyCounts:
         """The one record of each request (the monitor's, which the meter reads too)."""
         self.tables = tables
         """The live tables as the log built them (the reader's), kept by the fast path."""
-        self.ledger = monitor.pages.tables
         self.page_size = monitor.limits.page_size
         self.predicates: tuple[RequestPredicate, ...] = tuple(
             check.steady.request
@@ -50,7 +49,7 @@ class LazyCounts:
         its table changed since the ledger was last ``told``, is the reader's. What the checks
         ask of it, their request predicates say (the line names it)."""
         return self.records.is_steady(rid) and (
-            rid in told or len(self.tables.get(rid, ())) == len(self.ledger.get(rid, ()))
+            rid in told or len(self.tables.get(rid, ())) == len(self.records.live[rid].table)
         )
 
     def bring(self, rid: str, clock: int) -> None:
@@ -95,11 +94,11 @@ class LazyCounts:
                 kv, made = computes[rid] + cached.get(rid, 0), int(decodes)
             else:  # a joiner: it decodes in this line, its counts current until the last
                 kv = made = 1
-            request = SteadyRequest(
+            request = SteadyRequest(  # a fold restart moved tokens from its prompt to its output
                 record.kv + kv,
-                record.request.prompt_tokens,
+                record.request.prompt_tokens - record.moved,
                 record.generated + made,
-                record.request.output_tokens,
+                record.output_length(),
                 len(tables.get(rid, ())) + grown.get(rid, 0),
                 page_size,
                 rid in finishes,

@@ -29,20 +29,15 @@ from kvsched.checks.eventlog.version2 import (
     Token,
 )
 from kvsched.checks.monitor.pages import PageLedger
-from kvsched.checks.monitor.registry import iteration_plan
-from kvsched.checks.monitor.runtime import Monitor
 from kvsched.reference.record import RequestRecord
 from kvsched.spec.vocabulary import WAITING
 
 
-def in_scope(header: LogHeader, monitor: Monitor) -> bool:
-    """Whether the fast path applies to a log with this header, checked by this monitor: a log
-    of version 2 that lists page ids, whose lines every check lets a steady line skip it in
-    (each check's :class:`~kvsched.checks.monitor.registry.Steady`)."""
-    if header.version != 2 or header.pages != "ids":
-        return False
-    plan = iteration_plan()
-    return all(check.steady is not None and check.steady.log(monitor) for check in plan)
+def in_scope(header: LogHeader) -> bool:
+    """Whether the fast path applies to a log with this header: a log of version 2 that lists
+    page ids. Which of its lines it takes in, each check's predicates say
+    (:class:`~kvsched.checks.monitor.registry.Steady`), whatever the log declares."""
+    return header.version == 2 and header.pages == "ids"
 
 
 class LineOps:
@@ -126,7 +121,7 @@ def sort_ops(
         elif kind is Admit:
             rid = op.request  # type: ignore[union-attr]
             record = live.get(rid)
-            if phase or record is None or record.status != WAITING or rid in admitted:
+            if phase or record is None or record.status is not WAITING or rid in admitted:
                 return None
             admitted[rid] = None
         elif kind is Cache:

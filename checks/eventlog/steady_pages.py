@@ -13,8 +13,8 @@ Without prefix sharing a page has one holder (:class:`DeferredPages`). With it
 were given back and kept for their content: each page's holders are then counted, as changes
 to the ledger's count since it was last told.
 
-The tables themselves are the reader's (``Lowering.tables``), which the fast path keeps as the
-log builds them: the one record of each request's pages while it is engaged.
+The tables the log builds are the reader's (``Lowering.tables``), which the fast path keeps
+current; the ledger's are the requests' records' (``RequestRecord.table``), as last told.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ class DeferredPages:
         """Pages the ledger holds that were given back since."""
         self.changed: set[str] = set()
         """Requests whose tables changed since."""
+        self.ended: dict[str, tuple[int, ...]] = {}
+        """The tables the ledger was last told of requests finished since: their records may
+        be forgotten before it is told again."""
 
     def held(self) -> int:
         """Pages held now."""
@@ -80,28 +83,38 @@ class DeferredPages:
             self.given.update(p for p in pages if p in holders)
         # The ledger forgets a table it knows; one it never knew leaves nothing to tell, and
         # the memory kept follows the live requests however long the log.
-        if rid in self.ledger.tables:
+        if told := self.told(rid):
             self.changed.add(rid)
+            self.ended[rid] = told
         else:
             self.changed.discard(rid)
+
+    def told(self, rid: str) -> tuple[int, ...]:
+        """``rid``'s table as the ledger was last told it."""
+        record = self.ledger.records.get(rid)
+        return () if record is None else record.table
 
     def tell(self) -> None:
         """Bring the ledger's holders and tables up to date, and start over."""
         if not self.changed:
             return
-        ledger, tables = self.ledger, self.tables
-        holders, known = ledger.holders, ledger.tables
+        ledger, tables, records = self.ledger, self.tables, self.ledger.records
+        holders = ledger.holders
         for page in self.given:
             del holders[page]
+        self.ended.clear()  # their pages were given
         for rid in self.changed:
+            record = records.get(rid)
             table = tables.get(rid)
             if table is None:
-                known.pop(rid, None)
+                if record is not None:
+                    record.table = ()
                 continue
+            assert record is not None  # a request of the batch has its record
             # Tables only grow at their end in scope: the pages past the ledger's are new.
-            for page in table[len(known.get(rid, ())) :]:
+            for page in table[len(record.table) :]:
                 holders[page] = {rid}
-            known[rid] = table
+            record.table = table
         self.taken.clear()
         self.given.clear()
         self.changed.clear()
@@ -183,8 +196,9 @@ class SharedPages(DeferredPages):
             delta[page] = delta.get(page, 0) - 1
             if self.holders(page) == 0:
                 self.net -= 1
-        if rid in self.ledger.tables:
+        if told := self.told(rid):
             self.changed.add(rid)
+            self.ended[rid] = told
         else:
             self.changed.discard(rid)
 
@@ -195,11 +209,12 @@ class SharedPages(DeferredPages):
         self.net = 0
         if not self.changed:
             return  # every table that changed since came and went: its changes cancel
-        ledger, tables = self.ledger, self.tables
-        holders, known = ledger.holders, ledger.tables
+        ledger, tables, records = self.ledger, self.tables, self.ledger.records
+        holders = ledger.holders
         for rid in self.changed:
             table = tables.get(rid, ())
-            before = known.get(rid, ())
+            record = records.get(rid)
+            before = self.ended.get(rid, () if record is None else record.table)
             if table[: len(before)] == before:
                 for page in table[len(before) :]:
                     holders.setdefault(page, set()).add(rid)
@@ -215,8 +230,7 @@ class SharedPages(DeferredPages):
                 for page in table:
                     if page not in had:
                         holders.setdefault(page, set()).add(rid)
-            if table:
-                known[rid] = table
-            else:
-                known.pop(rid, None)
+            if record is not None:
+                record.table = table
         self.changed.clear()
+        self.ended.clear()

@@ -25,6 +25,7 @@ from kvsched.checks.monitor.schedule import check_schedule
 from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent
+from kvsched.spec.vocabulary import NOT_ARRIVED
 
 
 # The protocol ------------------------------------------------------------------------------------
@@ -62,9 +63,9 @@ def arrivals_are_new(monitor: Monitor, event: IterationEvent) -> Finding | None:
         if rid in by_operation:
             continue
         state, n = monitor.requests.status(rid), event.iteration
-        if state is not None:
+        if state is not None and state is not NOT_ARRIVED:
             why = f"it is already {state}: a request arrives once"
-        elif rid in monitor.requests.live:
+        elif state is NOT_ARRIVED:
             why = "its arrival time has not come (3.1)"
         else:
             why = "it is not a request of the workload"
@@ -146,21 +147,18 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
 
 
 # 3.2 Admission --------------------------------------------------------------------------------
-def _orders_it_can_judge(monitor: Monitor) -> bool:
-    # Under fcfs and none, the next admission's place is a pure function of the queue.
-    return monitor.order.order in ("fcfs", "none")
-
-
 def _admits_in_order(monitor: Monitor, line: SteadyLine) -> bool:
     if not line.admitted:
         return True
     order = monitor.order
+    # Under fcfs and none the next admission's place is a pure function of the queue; a heap
+    # order's admissions move its heap, which only the full path does.
+    if order.order not in ("fcfs", "none"):
+        return False
     return order.check_admitted(line.iteration, line.admitted, monitor.arrivals) is None
 
 
-@per_iteration(
-    "admission", "BATCH-4", steady=Steady(log=_orders_it_can_judge, line=_admits_in_order)
-)
+@per_iteration("admission", "BATCH-4", steady=Steady(line=_admits_in_order))
 def admitted_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.order.check_admissions(event.iteration, event, monitor.arrivals)
 

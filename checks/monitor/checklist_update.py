@@ -29,12 +29,12 @@ def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding 
     """A request of the batch whose table the event leaves out holds nothing by its report:
     its pages left it unfreed. Checked after the step, so that a request dropped from the
     batch altogether is reported as lost (REQ-2) first."""
-    tables, pages, active = event.page_tables, monitor.pages, monitor.requests.active
-    if tables.keys() >= active.keys():  # every table shown, as most events show them
+    tables, requests = event.page_tables, monitor.requests
+    if tables.keys() >= requests.active.keys():  # every table shown, as most events show them
         return None
-    for rid in active:
-        if rid not in tables and (held := pages.tables.get(rid)):
-            return pages.lose(event.iteration, rid, held)
+    for rid in requests.active:
+        if rid not in tables and (held := requests.live[rid].table):
+            return monitor.pages.lose(event.iteration, rid, held)
     return None
 
 
@@ -58,24 +58,17 @@ def cache_hits_read_their_own_prefix(monitor: Monitor, event: IterationEvent) ->
     )
 
 
-def _minimal_pages(monitor: Monitor) -> bool:
-    return not monitor.properties.reserve_ahead
-
-
 def _covered_until_the_page_is_full(request: SteadyRequest) -> int:
     # Minimal now, and for every token its pages still have room for: the next one needs a
-    # page more, which the line that computes it must allocate.
+    # page more, which the line that computes it must allocate. More pages than the KV needs
+    # (a reservation ahead, or a violation) is the full path's to judge.
     size = request.page_size
     if request.held != -(-request.kv // size):
         return -1
     return request.held * size - request.kv
 
 
-@per_iteration(
-    "pages",
-    "PAGE-1",
-    steady=Steady(log=_minimal_pages, request=_covered_until_the_page_is_full),
-)
+@per_iteration("pages", "PAGE-1", steady=Steady(request=_covered_until_the_page_is_full))
 def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | None:
     """Every active request's pages hold its KV, minimally or within its reservation."""
     requests, pages = monitor.requests, monitor.pages
@@ -87,10 +80,11 @@ def pages_cover_the_kv(monitor: Monitor, event: IterationEvent) -> Finding | Non
                 return finding
         return None
     # Minimal pages, tested inline over the batch; coverage() words a request that fails.
-    tables, live, size = pages.tables, requests.live, pages.page_size
+    live, size = requests.live, pages.page_size
     for rid in requests.active:
-        kv = live[rid].kv
-        if len(tables.get(rid, ())) != -(-kv // size):
+        record = live[rid]
+        kv = record.kv
+        if len(record.table) != -(-kv // size):
             return pages.coverage(event.iteration, rid, kv, None)
     return None
 
@@ -123,6 +117,8 @@ def _no_idle_slot(monitor: Monitor, line: SteadyLine) -> bool:
         return True
     if line.batch >= monitor.limits.batch_limit or not line.queued:
         return True
+    if monitor.order.order not in ("fcfs", "none"):
+        return False  # the head a heap order serves next is the full path's to find
     free = monitor.pages.usable - line.scheduled
     committed = monitor.requests.committed + line.reserve
     return monitor.batch.head_cannot_join(line.head, free, committed, line.spent, line.computed)
@@ -149,11 +145,6 @@ def nothing_stranded_while_idle(monitor: Monitor, event: IterationEvent) -> Find
 
 
 # 3.5 Completion and freeing ---------------------------------------------------------------------
-def _fixed_outputs(monitor: Monitor) -> bool:
-    # A fold restart changes a request's output length, which lazy counting reads as fixed.
-    return monitor.properties.restart == "recompute"
-
-
 def _finished_at_its_last_token(request: SteadyRequest) -> int:
     # Finished exactly at its last token; decoding on, the line of its last token must finish it.
     left = request.output - request.generated
@@ -165,7 +156,7 @@ def _finished_at_its_last_token(request: SteadyRequest) -> int:
 @per_iteration(
     "completion",
     "REQ-2",
-    steady=Steady(log=_fixed_outputs, request=_finished_at_its_last_token),
+    steady=Steady(request=_finished_at_its_last_token),
 )
 def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.requests.finish(event.iteration, event.decoded, event.finished)

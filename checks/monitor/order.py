@@ -83,7 +83,7 @@ class OrderRules:
     def _least(self, admitted: frozenset[str]) -> str | None:
         """The least key among the waiting and the ``admitted`` not yet accounted for."""
         status = self.ledger.status
-        while self.heap and not (status(self.heap[0][2]) == WAITING or self.heap[0][2] in admitted):
+        while self.heap and not (status(self.heap[0][2]) is WAITING or self.heap[0][2] in admitted):
             heapq.heappop(self.heap)
         return self.heap[0][2] if self.heap else None
 
@@ -128,7 +128,7 @@ class OrderRules:
         queue: Iterator[str] = (
             rid
             for rid in chain(self.reported, arrivals)
-            if rid not in preempted and (status(rid) == WAITING or rid in admitted)
+            if rid not in preempted and (status(rid) is WAITING or rid in admitted)
         )
         for rid in order:
             if rid in preempted:

@@ -1,8 +1,9 @@
 """The monitor's page ledger: who holds which physical page, kept incrementally (PAGE-1..PAGE-5).
 
 It keeps, for every page held, the set of requests whose tables contain it (one request, or
-several for a page shared by prefix caching), and each request's table. From those it knows the
-free count without scanning the pool: the usable pages minus the pages held. A table is compared
+several for a page shared by prefix caching), and moves each request's table, which lives on
+the request's record (:mod:`kvsched.reference.record`). From those it knows the free count
+without scanning the pool: the usable pages minus the pages held. A table is compared
 in full only when it changed (it gained pages, or its length or last page moved); every other
 check is per page named in the event, so the cost follows the iteration, not the pool.
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from kvsched.checks.monitor.excuses import Tally
 from kvsched.checks.monitor.findings import Finding, page_list, request_list
+from kvsched.reference.record import Records
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.text import plural
@@ -23,14 +25,19 @@ class PageLedger:
     """Page tables and page holders, as the events report them."""
 
     def __init__(
-        self, limits: Limits, properties: TargetProperties, tally: Tally | None = None
+        self,
+        limits: Limits,
+        properties: TargetProperties,
+        records: Records,
+        tally: Tally | None = None,
     ) -> None:
         self.page_size = limits.page_size
         self.pool_pages = limits.pool_pages
         self.usable = properties.usable_pages(limits)
         self.reserved = frozenset(properties.reserved_pages)
         self.sharing = properties.prefix_sharing
-        self.tables: dict[str, tuple[int, ...]] = {}
+        self.records = records
+        """The requests' records, whose tables this ledger moves."""
         self.holders: dict[int, set[str]] = {}  # held pages only: a free page has no entry
         self.tally = tally if tally is not None else Tally()
 
@@ -68,7 +75,8 @@ class PageLedger:
         holders = self.holders
         for page in pages:
             holders[page] = {rid}
-        self.tables[rid] = self.tables.get(rid, ()) + pages
+        record = self.records.live[rid]
+        record.table += pages
 
     def _add(
         self, n: int, rid: str, added: tuple[int, ...], shared: Iterable[int]
@@ -120,7 +128,8 @@ class PageLedger:
             else:
                 self.excuse_sharing(bool(owners))
             owners.add(rid)
-        self.tables[rid] = self.tables.get(rid, ()) + added
+        record = self.records.live[rid]  # in the batch: shown by grow()
+        record.table += added
         return second
 
     def excuse_sharing(self, held: bool) -> None:
@@ -131,12 +140,9 @@ class PageLedger:
     def lose(self, n: int, rid: str, pages: tuple[int, ...]) -> Finding | None:
         """``pages`` left ``rid``'s table with no free to explain it (PAGE-3). They are taken
         out of the ledger, so a run checked on after the finding sees the table it reported."""
-        table, gone = self.tables.get(rid, ()), set(pages)
-        kept = tuple(p for p in table if p not in gone)
-        if kept:
-            self.tables[rid] = kept
-        else:
-            self.tables.pop(rid, None)
+        record, gone = self.records.get(rid), set(pages)
+        if record is not None:
+            record.table = tuple(p for p in record.table if p not in gone)
         for page in gone:
             owners = self.holders.get(page)
             if owners is not None:
@@ -184,28 +190,30 @@ class PageLedger:
             owners.discard(rid)
             if not owners:
                 del self.holders[page]
-        if released:
-            kept = tuple(p for p in self.tables.get(rid, ()) if p not in released)
-            self.tables[rid] = kept
+        record = self.records.get(rid)
+        if released and record is not None:
+            record.table = tuple(p for p in record.table if p not in released)
         return None
 
     def drop(self, n: int, rid: str, why: str) -> Finding | None:
         """``rid`` left the batch (``why``): PAGE-4 if it still holds a page, else forget it."""
-        kept = self.tables.pop(rid, ())
-        if kept:
-            return _found(
-                "PAGE-4",
-                n,
-                f"request {rid!r} {why} in iteration {n} but still holds "
-                f"pages {page_list(kept)}: they are never returned to the pool",
-                kept,
-                rid,
-            )
-        return None
+        record = self.records.get(rid)
+        if record is None or not record.table:
+            return None
+        kept, record.table = record.table, ()
+        return _found(
+            "PAGE-4",
+            n,
+            f"request {rid!r} {why} in iteration {n} but still holds "
+            f"pages {page_list(kept)}: they are never returned to the pool",
+            kept,
+            rid,
+        )
 
     def coverage(self, n: int, rid: str, kv_tokens: int, most: int | None) -> Finding | None:
         """PAGE-1: the table holds the KV, and no more than ``most`` pages (None: minimal)."""
-        held = len(self.tables.get(rid, ()))
+        record = self.records.get(rid)
+        held = 0 if record is None else len(record.table)
         needed = pages_for(kv_tokens, self.page_size)
         if held < needed:
             return _found(

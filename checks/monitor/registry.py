@@ -18,10 +18,13 @@ new invariant therefore touches the catalogue, its row in spec/semantics.md and 
 function with its :class:`Steady` declaration; the registry test holds them in step.
 
 Every per-iteration check also says, with its :class:`Steady`, when the event-log checker's fast
-path (checks/eventlog/steady.py) may take a line in without running it: for which logs at all,
-and on which steady lines, as predicates beside the check. The fast path decides from those alone
-whether a check would have work on a line; a check it has no predicate for is one whose work its
-lazy counts carry (``counted`` says which), so that what is still owed to the predicates is seen.
+path (checks/eventlog/steady.py) may take a line in without running it: on which steady lines,
+for which requests they name, and on which allocations, as predicates beside the check. What a
+log declares reaches a predicate through the monitor it reads, so a predicate that cannot judge
+a declaration's lines declines them, and no log is kept off the fast path as a whole. The fast
+path decides from those alone whether a check would have work on a line; a check it has no
+predicate for is one whose work its lazy counts carry (``counted`` says which), so that what is
+still owed to the predicates is seen.
 """
 
 from __future__ import annotations
@@ -117,7 +120,6 @@ class SteadyLine(NamedTuple):
 
 
 Tables = Mapping[str, tuple[int, ...]]
-LogPredicate = Callable[[Monitor], bool]
 AllocationCheck = Callable[
     [Monitor, int, Tables, Tables, Tables, Mapping[str, int]], "Finding | None"
 ]
@@ -128,16 +130,10 @@ FOREVER = 1 << 62
 """A request predicate's horizon when steady decoding never gives its check work."""
 
 
-def any_log(monitor: Monitor) -> bool:
-    return True
-
-
 @dataclass(frozen=True)
 class Steady:
     """When a steady line may go without a check (the fast path's only say in it)."""
 
-    log: LogPredicate = any_log
-    """Whether the lines of the log this monitor checks may skip the check at all."""
     line: LinePredicate | None = None
     """Whether a steady line may skip it; ``None``: every steady line may, its shape excluding
     what the check looks for."""

@@ -17,7 +17,7 @@ from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
 from kvsched.reference.record import Records
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import ACTIVE, FINISHED, WAITING, RequestStatus
+from kvsched.spec.vocabulary import FINISHED, NOT_ARRIVED, RUNNING, WAITING, RequestStatus
 from kvsched.spec.workload import Request, Workload, arrival_order
 
 
@@ -30,7 +30,7 @@ class RequestLedger:
         self.properties, self.applicable = properties, applicable
         self.page_size = workload.limits.page_size
         self.usable = properties.usable_pages(workload.limits)
-        self.records = Records(properties)
+        self.records = Records(properties, self.page_size)
         self.live = self.records.live  # declared and not finished, in the workload's order
         self.finished: set[str] = set()
         self.arrivals: list[Request] = []
@@ -64,10 +64,10 @@ class RequestLedger:
         self.latest = max(self.latest, request.arrival)
 
     def reservation(self, request_id: str) -> int:
-        return self.properties.reservation(self.live[request_id].request, self.page_size)
+        return self.live[request_id].reservation
 
     def status(self, request_id: str) -> RequestStatus | None:
-        """Where the request is; ``None`` if it has not arrived (or is no request at all)."""
+        """Where the request is; ``None`` if it is no request of the workload."""
         record = self.live.get(request_id)
         if record is not None:
             return record.status
@@ -87,13 +87,11 @@ class RequestLedger:
         """Queue every request with ``arrival < iteration`` not yet arrived (3.1); those queued
         now, in queue order."""
         queued: list[str] = []
-        arrivals, live = self.arrivals, self.live
+        arrivals = self.arrivals
         while self.next_arrival < len(arrivals) and arrivals[self.next_arrival].arrival < iteration:
             rid = arrivals[self.next_arrival].id
             self.next_arrival += 1
-            record = live.get(rid)
-            if record is not None and record.status is None:  # not arrived by an operation
-                record.status = WAITING
+            if self.records.arrive(rid):  # else it arrived earlier, by an operation
                 self.queue[rid] = None
                 queued.append(rid)
         return queued
@@ -119,7 +117,7 @@ class RequestLedger:
                 "earliest",
                 request_id,
             )
-        if record is None or record.status is not None:
+        if not self.records.arrive(request_id):
             return _found(
                 "REQ-1",
                 n,
@@ -127,7 +125,6 @@ class RequestLedger:
                 f"{self.where(request_id)}",
                 request_id,
             )
-        record.status = WAITING
         self.queue[request_id] = None
         return None
 
@@ -143,7 +140,7 @@ class RequestLedger:
                 request_id,
             )
         record = self.live.get(request_id)
-        if record is None or record.status != ACTIVE:
+        if record is None or record.status is not RUNNING:
             return _found(
                 "REQ-2",
                 n,
@@ -151,8 +148,7 @@ class RequestLedger:
                 request_id,
             )
         del self.active[request_id]
-        self.committed -= self.reservation(request_id)
-        record.status = WAITING
+        self.committed -= record.reservation
         self.queue[request_id] = None
         self.queue.move_to_end(request_id, last=False)  # the latest preempted is the new head
         if record.kv and record.generated == record.admitted_with:  # cut within its prefill
@@ -184,14 +180,14 @@ class RequestLedger:
                     f"admitted {rid!r}, which no request of the workload is: it never arrived",
                     rid,
                 )
-            if state is None and record is not None:
+            if state is NOT_ARRIVED and record is not None:
                 time = record.request.arrival
                 message = f"arrives at time {time}, so it may join from iteration {time + 1}"
                 return _found(
                     "REQ-1", n, f"request {rid!r} was admitted in iteration {n} but {message}", rid
                 )
-            if state != WAITING:
-                what = "is already in the batch" if state == ACTIVE else "has already finished"
+            if state is not WAITING:
+                what = "is already in the batch" if state is RUNNING else "has already finished"
                 return _found(
                     "REQ-2",
                     n,
@@ -217,9 +213,8 @@ class RequestLedger:
         del self.queue[rid]
         self.records.admit(rid)
         self.tally.unordered += "BATCH-4" not in self.applicable  # the order left unjudged
-        self.live[rid].status = ACTIVE
         self.active[rid] = None
-        self.committed += self.reservation(rid)
+        self.committed += self.live[rid].reservation
         if self.committed > self.usable and self.properties.admission != "peak":
             self.tally.overcommit(n)  # peak admission's PAGE-5 is BatchRules.check_commitment's
 
@@ -244,8 +239,8 @@ class RequestLedger:
                 )
         for rid in ids:
             state = self.status(rid)  # 4.9: declared, an abort may take it from the queue
-            if state != ACTIVE and not (state == WAITING and self.properties.stops_early):
-                early = EARLY_STOP_HINT if state == WAITING else ""
+            if state is not RUNNING and not (state is WAITING and self.properties.stops_early):
+                early = EARLY_STOP_HINT if state is WAITING else ""
                 return _found(
                     "REQ-2",
                     n,
@@ -265,8 +260,8 @@ class RequestLedger:
                     rid,
                 )
             if made < wanted:  # the one place an early stop is excused
-                self.tally.stop_early(made, state == WAITING)
-            self.leave(rid, state == WAITING)
+                self.tally.stop_early(made, state is WAITING)
+            self.leave(rid, state is WAITING)
         return None
 
     def leave(self, rid: str, waiting: bool = False) -> None:
@@ -276,8 +271,7 @@ class RequestLedger:
             del self.queue[rid]
         else:
             del self.active[rid]
-            self.committed -= self.reservation(rid)
-        self.live[rid].status = FINISHED
+            self.committed -= self.live[rid].reservation
         self.records.finish(rid)
         self.finished.add(rid)
         self.cut.pop(rid, None)
@@ -293,9 +287,9 @@ class RequestLedger:
     def where(self, request_id: str) -> str:
         """Where a request is, in words, for a finding's message."""
         state = self.status(request_id)  # each state is named as a message says it
-        if state is not None:
-            return state
-        return "not arrived yet" if request_id in self.live else "not a request of the workload"
+        if state is None:
+            return "not a request of the workload"
+        return "not arrived yet" if state is NOT_ARRIVED else str(state)
 
 
 def _found(invariant: str, iteration: int, message: str, *requests: str) -> Finding:

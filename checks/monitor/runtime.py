@@ -92,7 +92,9 @@ class Monitor:
         # mode the target declares (spec/semantics.md, section 8).
         self.applicable = {invariant.id for invariant in applicable(self.policy, declared)}
         self.requests = RequestLedger(workload, declared, self.applicable)
-        self.pages = PageLedger(workload.limits, declared, self.requests.tally)
+        self.pages = PageLedger(
+            workload.limits, declared, self.requests.records, self.requests.tally
+        )
         self.batch = BatchRules(self.requests, self.pages, workload.limits, self.applicable)
         self.order = OrderRules(self.requests, self.applicable)
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)

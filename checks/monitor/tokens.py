@@ -16,7 +16,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.requests import RequestLedger
 from kvsched.reference.record import lesson_computed
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.vocabulary import ACTIVE
+from kvsched.spec.vocabulary import RUNNING
 
 
 def computed_tokens(ledger: RequestLedger, event: IterationEvent) -> Mapping[str, int]:
@@ -104,7 +104,7 @@ def _who_may(
 ) -> Finding | None:
     """DEC-2: only the batch produces tokens or computes KV; DEC-1: one token at most."""
     for rid, count in tokens.items():
-        if ledger.status(rid) != ACTIVE:
+        if ledger.status(rid) is not RUNNING:
             message = (
                 f"request {rid!r} produced a token in iteration {n} but is "
                 f"{ledger.where(rid)}, not in the batch"
@@ -118,7 +118,7 @@ def _who_may(
             return Finding("DEC-1", n, message, requests=(rid,))
     for what, amounts in (("computed", computed), ("took cached", cached)):
         for rid, amount in amounts.items():
-            if amount and ledger.status(rid) != ACTIVE:
+            if amount and ledger.status(rid) is not RUNNING:
                 message = (
                     f"request {rid!r} {what} KV for {amount} tokens in iteration {n} but is "
                     f"{ledger.where(rid)}, not in the batch"

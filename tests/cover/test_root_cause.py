@@ -140,7 +140,7 @@ def test_a_free_count_too_high_names_the_pages_taken_and_their_holders(tmp_path:
     finding = check_log(log)
     assert finding is not None and finding.invariant == "PAGE-3"
     assert "1 page that a table holds is counted as free, among those taken" in finding.message
-    assert "page 0 by request 'a' (active); page 1 by request 'b' (active)" in finding.message
+    assert "page 0 by request 'a' (running); page 1 by request 'b' (running)" in finding.message
     assert BY_ID[finding.invariant].layer == "safety"
 
 

@@ -17,10 +17,10 @@ import z3
 
 from kvsched.checks.proofs.engine.slots import EMPTY, Slots
 from kvsched.checks.proofs.page_lemmas import ceil_pages
-from kvsched.spec.vocabulary import Batching
+from kvsched.spec.vocabulary import Batching, RequestStatus
 
-ABSENT, WAITING, RUNNING, FINISHED = 0, 1, 2, 3
-"""A request's phase: not arrived yet, in the waiting queue, in the batch, done."""
+ABSENT, WAITING, RUNNING, FINISHED = (int(status) for status in RequestStatus)
+"""A request's phase, as z3 ints: not arrived yet, in the waiting queue, in the batch, done."""
 NEVER = -1
 """The progress stamp of a request never preempted."""
 
