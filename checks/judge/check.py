@@ -39,7 +39,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy
 from kvsched.checks.search.runs import profile_runs
 from kvsched.checks.targets.deadline import Deadline
-from kvsched.checks.targets.learner import learner_factory
+from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, learner_factory
 from kvsched.checks.targets.load import (
     EventLogTarget,
     LearnerTarget,
@@ -47,7 +47,6 @@ from kvsched.checks.targets.load import (
     Target,
     TargetError,
 )
-from kvsched.checks.targets.source import LEARNER_FUNCTIONS
 from kvsched.checks.verdict.report import (
     AllocatorVerdict,
     Evidence,
