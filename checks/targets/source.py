@@ -3,7 +3,8 @@
 The target's own process can say anything: code the target runs at import can write on the
 host's wire what the host would write (docs/grading.md). So nothing that decides *what is
 judged* comes from there. The kind of a target follows from the command line alone (its form,
-checked against the grader's ``--expect``); the functions a learner's file defines are read off
+read by :func:`~.load.target_kind` and checked here against the grader's ``--expect``); the
+functions a learner's file defines are read off
 its syntax tree, without importing it. The host only runs the calls kvsched then makes, and an
 answer that contradicts what was read here is a PROTO-1 finding, never a description.
 """

@@ -1,4 +1,4 @@
-"""Every path that hosts or judges a target comes in through the judge's door (issue 38, part 3).
+"""Every path that hosts or judges a target comes in through the judge's door.
 
 ``kvsched check``, the pytest plugin, ``kvsched sweep`` and ``kvsched report --policies`` host a
 target and judge its runs only through :mod:`kvsched.checks.judge`; none reaches past it into the
