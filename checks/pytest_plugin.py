@@ -290,7 +290,7 @@ def _door(config: pytest.Config, target: str) -> Any:
 
     in_process = config.getoption("kvsched_in_process")
     confinement = None if in_process else _confinement(config)
-    return Door(target, confinement, timeout=config.getoption("kvsched_timeout"))
+    return Door(target, confinement)
 
 
 def _loaded(config: pytest.Config, door: Any) -> Any:

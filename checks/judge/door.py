@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING
 
+from kvsched.checks.judge.options import CheckOptions
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
@@ -39,9 +39,6 @@ from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.vocabulary import Expected
 from kvsched.spec.workload import Workload
-
-if TYPE_CHECKING:
-    from kvsched.checks.judge.options import CheckOptions
 
 __all__ = [
     "UNLOADABLE",
@@ -64,21 +61,16 @@ class Door:
     """One TARGET: its kind read once, then loaded once (:meth:`load`), and closed.
 
     ``confinement`` is the host's; ``None`` loads the target in this process (trusted code, for
-    a debugger), under a per-call deadline of ``timeout`` seconds. ``expected`` is a grader's
-    ``--expect``: any other kind is refused (TargetError, exit 2) before anything runs.
+    a debugger), under the check's per-call deadline. ``expected`` is a grader's ``--expect``:
+    any other kind is refused (TargetError, exit 2) before anything runs.
     """
 
     def __init__(
-        self,
-        spec: str,
-        confinement: Confinement | None,
-        expected: Expected | None = None,
-        timeout: float = 10.0,
+        self, spec: str, confinement: Confinement | None, expected: Expected | None = None
     ) -> None:
         self.spec = spec
         self.kind: Kind = expect(spec, expected)
         self.confinement = confinement
-        self.timeout = timeout
         self.remote: RemoteTarget | None = None
         """The host process, once a hosted target is loaded."""
         self.modelled = ""
@@ -88,16 +80,16 @@ class Door:
         self._target: Target | None = None
 
     def load(self, options: CheckOptions | None = None) -> Target:
-        """The target, loaded on the first call only. TargetError if it cannot be loaded
-        (exit 2); HostFailure if its import broke its host (PROTO-1). ``options``: the check
-        that follows, whose modules are imported before the target runs (:func:`preload`)."""
+        """The target, loaded on the first call only; :data:`UNLOADABLE` names how it can fail.
+        ``options``: the check that follows, whose modules are imported before a hosted target
+        runs (:func:`preload`), and whose per-call timeout an import in this process gets."""
         if self._target is not None:
             return self._target
         self.started = time.monotonic()
         if self.kind == "event log":  # a log runs no code of the target's
             self._target = load_target(self.spec, self.kind)
         elif self.confinement is None:
-            deadline = Deadline(self.timeout)
+            deadline = Deadline((options or CheckOptions()).timeout)
             self._target = deadline.call(
                 f"importing {self.spec}", load_target, self.spec, self.kind
             )

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from kvsched.checks.judge.door import TargetError, hosted_scheduler
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.learner import LearnerSolution
 from kvsched.checks.targets.load import EventLogTarget, LearnerTarget, SchedulerTarget
 from kvsched.cli import main
@@ -112,3 +114,15 @@ def test_a_target_is_read_once_loaded_once_and_followed_without_going_back(
     assert called.count("target_kind") == 1, called  # the kind is decided once
     assert called.count("load_target") + called.count("RemoteTarget.__init__") == 1, called
     assert returns(steps) <= 5, steps
+
+
+@pytest.mark.parametrize(
+    "target, named",
+    [("run.jsonl", "an event log"), ("no/such/solution.py", "a learner's solution")],
+)
+def test_a_report_refuses_what_is_not_a_scheduler_by_its_form(target: str, named: str) -> None:
+    """A sweep and ``report --policies`` run scheduler classes: the door refuses any other kind
+    from TARGET's form, before a host starts or the file is even looked for."""
+    refused = pytest.raises(TargetError, match=f"a report runs schedulers .*, not {named}$")
+    with refused, hosted_scheduler(target, Confinement()):
+        pass  # pragma: no cover
