@@ -11,9 +11,8 @@ of the target's output. Every report states the limits the target ran under.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.check import CheckOptions, check_target, hosted_in, hosted_notes
 from kvsched.checks.judge.door import Door
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.targets.confinement import Confinement
@@ -30,17 +29,21 @@ def check_hosted(spec: str, options: CheckOptions, confinement: Confinement) -> 
 
 def judge(door: Door, options: CheckOptions) -> Report:
     """Judge the target at ``door``, loaded now unless it already is; TargetError if it cannot
-    be loaded (exit 2). A log, and a target trusted into this process, are judged as they are."""
+    be loaded (exit 2). A log, and a target trusted into this process, are judged as they are.
+    The report is built once, with the time since the load began (starting the host and
+    importing the target count too) and the limits the target ran under."""
     if door.kind == "event log" or door.confinement is None:
         return check_target(door.load(options), options)
-    confinement = door.confinement
+    host = door.confinement
     policy = options.policy
     try:
         target = door.load(options)
         assert door.remote is not None  # a hosted target has its host
         policy = options.policy or getattr(target, "policy", "")
-        report = check_target(target, options, HostDeadline(door.remote), door.modelled)
+        deadline = HostDeadline(door.remote)
+        report = check_target(target, options, deadline, door.modelled, host, door.started)
         door.remote.finish()  # a frame nobody asked for, sent after the last answer, is a finding
+        return report
     except BudgetSpent as spent:
         # The overall budget ended the check while the target ran: too little was judged for
         # a pass, and running out of time is not a violation of the target's.
@@ -48,13 +51,9 @@ def judge(door: Door, options: CheckOptions) -> Report:
             door.spec, door.kind, policy, Evidence(), None, exercised=frozenset(),
             inconclusive=(str(spent),),
         )  # fmt: skip
-        report = Report(door.spec, (verdict,))
     except HostFailure as failure:
         finding = Finding(invariant="PROTO-1", iteration=0, message=str(failure))
         verdict = build_verdict(door.spec, door.kind, policy, Evidence(watchdog=True), finding)
-        report = Report(door.spec, (verdict,))
-    seconds = time.monotonic() - door.started  # starting the host and importing the target count
-    contained = confinement.containment()
-    notes = (*report.notes, confinement.describe())
-    sandbox = (contained.kind, contained.reason)
-    return replace(report, seconds=seconds, notes=notes, sandbox=sandbox)
+    seconds = time.monotonic() - door.started
+    notes, sandbox = hosted_notes(host), hosted_in(host)
+    return Report(door.spec, (verdict,), seconds=seconds, notes=notes, sandbox=sandbox)
