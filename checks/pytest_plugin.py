@@ -6,10 +6,12 @@ test per invariant and policy, named like ``kvsched[pkg.mod:Sched][continuous][P
 the target's path (``pkg/mod.py::kvsched[...]``, or the file or log it names): an
 invariant that holds passes, a violation fails with the explanation ``kvsched check`` prints (the
 smallest workload, the last iterations), and an invariant that does not apply to the policy is
-skipped. The target is checked once, before the tests run (its time is the
-``kvsched_check_seconds`` property of its first test, in JUnit too), the way ``kvsched check``
-checks it: in a process of its own, under the per-call timeout and the overall budget, so a
-hanging or exiting scheduler fails its tests instead of hanging or ending the suite.
+skipped. The target comes in through the judge's door (:class:`~kvsched.checks.judge.door.Door`),
+as in ``kvsched check``: its kind is read once, it is loaded once, at collection (its declared
+policy names the tests), and that same load is checked once, before the tests run (its time is
+the ``kvsched_check_seconds`` property of its first test, in JUnit too): in a process of its
+own, under the per-call timeout and the overall budget, so a hanging or exiting scheduler fails
+its tests instead of hanging or ending the suite.
 
 Options: ``--kvsched-workload FILE``, ``--kvsched-policy static|continuous``,
 ``--kvsched-profile ci|dev|thorough`` (Hypothesis), ``--kvsched-timeout SECONDS``,
@@ -37,6 +39,9 @@ from kvsched.spec.text import escaped, one_line
 from kvsched.spec.vocabulary import DEFAULT_PROFILE, POLICY_NAMES, PROFILE_NAMES
 
 _REPORTS = pytest.StashKey[dict[str, Any]]()
+_DOORS = pytest.StashKey[dict[str, Any]]()
+"""Each target's :class:`~kvsched.checks.judge.door.Door`, loaded at collection, closed once
+checked or when the session ends."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,22 +79,28 @@ def pytest_collection_modifyitems(
     if not targets:
         return
     config.stash[_REPORTS] = {}
+    config.stash[_DOORS] = {}
     for target in targets:
         items.extend(_items_for(session, target))
 
 
-def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
-    from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for door in session.config.stash.get(_DOORS, {}).values():
+        door.close()  # a target whose tests were all deselected was loaded, never checked
 
+
+def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
     config = session.config
-    path = _where(config, target)
+    doors = config.stash[_DOORS]
+    door = doors[target] = doors.get(target) or _door(config, target)  # a repeated one: once
+    path = _where(config, target, door.kind)
     try:
         where = str(path.relative_to(config.rootpath))
     except ValueError:  # outside the root: a relative path still, as pytest writes one
         where = os.path.relpath(path, config.rootpath)
     parent = KvschedTarget.from_parent(session, path=path, nodeid=one_line(where), target=target)
     try:
-        loaded = _load(config, target)
+        loaded = _loaded(config, door)
     except _Unloadable as error:
         return [
             KvschedItem.from_parent(
@@ -102,11 +113,11 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
             )
         ]
     chosen = config.getoption("kvsched_policy")
-    if isinstance(loaded, LearnerTarget):
+    if door.kind == "learner":
         policies: tuple[str, ...] = (chosen,) if chosen else POLICY_NAMES
         invariants = ["allocate_kv_pages", *(i.id for i in CATALOGUE)]
     else:
-        policy = chosen or (loaded.policy if isinstance(loaded, SchedulerTarget) else "")
+        policy = chosen or getattr(loaded, "policy", "")  # a scheduler's declared one
         policies = (policy,)
         invariants = [i.id for i in CATALOGUE]
     items: list[pytest.Item] = []
@@ -121,15 +132,13 @@ def _items_for(session: pytest.Session, target: str) -> list[pytest.Item]:
     return items
 
 
-def _where(config: pytest.Config, target: str) -> Path:
+def _where(config: pytest.Config, target: str, kind: str) -> Path:
     """The file a target's tests sit under, found without importing anything of the target's:
     the solution, class file or log it names, or for ``pkg.mod:Class`` the module's path below
     its import root (``pkg/mod.py``), so node ids and JUnit class names read as a path."""
-    from kvsched.checks.targets.load import is_event_log
-
     if target == "-":
         return config.rootpath / "stdin"
-    if is_event_log(target):
+    if kind == "event log":
         return Path(target).absolute()
     name = target.partition(":")[0] if ".py:" in target else target
     if name.endswith(".py"):
@@ -221,30 +230,25 @@ class KvschedItem(pytest.Item):
             )
 
     def checked(self) -> Any:
-        from kvsched.checks.judge.check import CheckOptions, check_target
-        from kvsched.checks.judge.hosted import check_hosted
+        from kvsched.checks.judge.hosted import judge
         from kvsched.checks.search.runs import cache_folder
         from kvsched.checks.verdict.files import save_failing_workloads
-        from kvsched.spec.workload import load_workload
 
         reports = self.config.stash[_REPORTS]
         key = self.target
         if key not in reports:
-            workload_file = self.config.getoption("kvsched_workload")
-            options = CheckOptions(
-                workload=load_workload(Path(workload_file)) if workload_file else None,
-                policy=self.config.getoption("kvsched_policy"),
-                profile=self.config.getoption("kvsched_profile"),
-                timeout=self.config.getoption("kvsched_timeout"),
-            )
-            if self.config.getoption("kvsched_in_process"):
-                report = check_target(_load(self.config, self.target), options)
-            else:
-                report = check_hosted(self.target, options, _confinement(self.config))
-            chosen = self.config.getoption("kvsched_save_dir")
-            save_dir = Path(chosen) if chosen else cache_folder() / "counterexamples"
-            reports[key] = save_failing_workloads(report, save_dir)
-        return reports[key]
+            try:
+                with self.config.stash[_DOORS][key] as door:  # the one loaded at collection
+                    report = judge(door, _options(self.config, with_workload=True))
+                chosen = self.config.getoption("kvsched_save_dir")
+                save_dir = Path(chosen) if chosen else cache_folder() / "counterexamples"
+                reports[key] = save_failing_workloads(report, save_dir)
+            except Exception as error:  # its host is closed: every test of it shows this
+                reports[key] = error
+        found = reports[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, KvschedFailure):
@@ -280,26 +284,39 @@ class _Unloadable(Exception):
     """The target cannot be loaded, or broke down while it was."""
 
 
-def _load(config: pytest.Config, target: str) -> Any:
-    """The target, loaded in this process under the deadline or described by its host."""
-    from kvsched.checks.targets.deadline import CallTimeout, Deadline, TargetExit
-    from kvsched.checks.targets.load import TargetError, is_event_log, load_target
-    from kvsched.checks.targets.process import HostFailure
-    from kvsched.checks.targets.remote import RemoteTarget
+def _door(config: pytest.Config, target: str) -> Any:
+    """The judge's door for ``target``, its kind read; hosted unless ``--kvsched-in-process``."""
+    from kvsched.checks.judge.door import Door
+
+    in_process = config.getoption("kvsched_in_process")
+    confinement = None if in_process else _confinement(config)
+    return Door(target, confinement)
+
+
+def _loaded(config: pytest.Config, door: Any) -> Any:
+    """The target at ``door``, loaded once, in its host (or in this process under the deadline)."""
+    from kvsched.checks.judge.door import UNLOADABLE
 
     try:
-        if config.getoption("kvsched_in_process"):
-            deadline = Deadline(config.getoption("kvsched_timeout"))
-            return deadline.call(f"importing {target}", load_target, target)
-        if is_event_log(target):
-            return load_target(target)
-        remote = RemoteTarget(target, _confinement(config))
-        try:  # only what the target is and declares: the check starts a host of its own
-            return remote.load()
-        finally:
-            remote.close()
-    except (TargetError, CallTimeout, TargetExit, HostFailure) as error:
+        return door.load(_options(config, with_workload=False))
+    except UNLOADABLE as error:
+        door.close()
         raise _Unloadable(str(error)) from None
+
+
+def _options(config: pytest.Config, with_workload: bool) -> Any:
+    """The check's options; the workload file is read only for the check itself, not for the
+    load, which needs only to know what the check will import."""
+    from kvsched.checks.judge.options import CheckOptions
+    from kvsched.spec.workload import load_workload
+
+    workload_file = config.getoption("kvsched_workload") if with_workload else None
+    return CheckOptions(
+        workload=load_workload(Path(workload_file)) if workload_file else None,
+        policy=config.getoption("kvsched_policy"),
+        profile=config.getoption("kvsched_profile"),
+        timeout=config.getoption("kvsched_timeout"),
+    )
 
 
 def _confinement(config: pytest.Config) -> Any:

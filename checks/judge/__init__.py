@@ -1,5 +1,8 @@
 """The judge: combines the monitor, the search, the proofs and the targets into a Report.
 
+- :mod:`.door`: the one door every path that hosts or judges a target comes in by (``check``,
+  the pytest plugin, ``sweep``, ``report --policies``): the target's kind read once, the target
+  loaded once, and a run judged by the engine and the monitor;
 - :mod:`.hosted`: a target in a process of its own, the way ``kvsched check`` judges;
 - :mod:`.check`: a scheduler or a learner's file, under its policy;
 - :mod:`.eventlog`: a recorded event log, offline;

@@ -38,8 +38,9 @@ from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.proofs.evidence import modelled_policy
 from kvsched.checks.search.runs import profile_runs
+from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.deadline import Deadline
-from kvsched.checks.targets.learner import learner_factory
+from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, learner_factory
 from kvsched.checks.targets.load import (
     EventLogTarget,
     LearnerTarget,
@@ -47,7 +48,6 @@ from kvsched.checks.targets.load import (
     Target,
     TargetError,
 )
-from kvsched.checks.targets.source import LEARNER_FUNCTIONS
 from kvsched.checks.verdict.report import (
     AllocatorVerdict,
     Evidence,
@@ -84,13 +84,17 @@ def check_target(
     options: CheckOptions,
     deadline: Deadline | None = None,
     modelled: str | None = None,
+    host: Confinement | None = None,
+    started: float | None = None,
 ) -> Report:
     """Judge ``target``; every call into it runs under ``deadline`` (``options.timeout`` each).
 
     ``modelled`` is the policy whose Z3 model describes the target ("" for none); by default it
     is read off the target's factory, which for a hosted target is a proxy that no model describes.
+    ``host``: the limits of the process the target runs in, if it is hosted, which the report
+    states; ``started``: when the check began (by default now), if loading it came first.
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     if isinstance(target, EventLogTarget):  # a recording: nothing is drawn, nothing is called
         verdict = check_event_log(
             target.spec, target.path, options.policy, options.all_findings, options.allowed
@@ -114,7 +118,8 @@ def check_target(
             proofs=proofs,
         )  # fmt: skip
         seconds = time.monotonic() - started
-        return Report(target.spec, (verdict,), seconds=seconds, notes=(replay_note(options),))
+        notes, sandbox = (replay_note(options), *hosted_notes(host)), hosted_in(host)
+        return Report(target.spec, (verdict,), seconds=seconds, notes=notes, sandbox=sandbox)
     if isinstance(target, LearnerTarget):
         solution = target.solution
         allocator = None
@@ -147,7 +152,8 @@ def check_target(
             tuple(verdicts),
             allocator,
             time.monotonic() - started,
-            notes=(replay_note(options),),
+            notes=(replay_note(options), *hosted_notes(host)),
+            sandbox=hosted_in(host),
             inconclusive=tuple(
                 f"{target.spec} defines no {name}, and the exercise is both functions "
                 f"(spec/learner.md): {UNJUDGED[name]} went unjudged"
@@ -156,6 +162,19 @@ def check_target(
             ),
         )
     raise TypeError(f"not a target: {target!r}")  # the union is closed: a bug of kvsched's
+
+
+def hosted_notes(host: Confinement | None) -> tuple[str, ...]:
+    """What a report says of the process a hosted target ran in: its containment and limits."""
+    return () if host is None else (host.describe(),)
+
+
+def hosted_in(host: Confinement | None) -> tuple[str, str] | None:
+    """The containment a hosted target ran in and why that one (:attr:`Report.sandbox`)."""
+    if host is None:
+        return None
+    contained = host.containment()
+    return contained.kind, contained.reason
 
 
 def check_scheduler(

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from kvsched.checks.judge.door import judged_run
 from kvsched.checks.monitor.coverage import Coverage, reached
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.search.shrink import (
     DEFAULT_BUDGET,
     Spent,
@@ -49,10 +49,9 @@ class Trial:
         run's efficiency figures (EFF-1..EFF-4), what the declarations excused in it and what
         it reached."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        result = run(workload, self.factory, policy=self.policy, properties=self.properties)
-        figures = measure(workload, result.events, self.properties).by_id()
-        finding, excused = watch_run(result, self.properties)
-        return finding, tuple(figures.items()), excused, reached(result)
+        judged = judged_run(workload, self.factory, self.policy, self.properties)
+        figures = measure(workload, judged.run.events, self.properties).by_id()
+        return judged.finding, tuple(figures.items()), judged.excused, reached(judged.run)
 
     def search(self, invariant: str | None = None) -> SearchResult:
         # Hypothesis is imported only when it is used.

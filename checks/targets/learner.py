@@ -11,13 +11,18 @@ cannot read, which the engine reports as PROTO-1.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kvsched.checks.targets.learner_state import LearnerStateError, copy_state, readable_state
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, pages_for
+
+LearnerFunction = Literal["allocate_kv_pages", "schedule_iteration"]
+LEARNER_FUNCTIONS: tuple[LearnerFunction, ...] = typing.get_args(LearnerFunction)
+"""The exercise's functions (spec/learner.md); a learner's file is judged on both."""
 
 ScheduleIteration = Callable[[dict[str, Any], dict[str, int], str], Any]
 AllocateKvPages = Callable[..., Any]
@@ -37,15 +42,13 @@ class LearnerSolution:
 
 def solution_from_namespace(source: str, namespace: Any) -> LearnerSolution | None:
     """The exercise's functions defined by a module, or None if it defines neither."""
-    allocate = getattr(namespace, "allocate_kv_pages", None)
-    schedule = getattr(namespace, "schedule_iteration", None)
-    if not callable(allocate):
-        allocate = None
-    if not callable(schedule):
-        schedule = None
-    if allocate is None and schedule is None:
+    found = {name: getattr(namespace, name, None) for name in LEARNER_FUNCTIONS}
+    defined = {name: function for name, function in found.items() if callable(function)}
+    if not defined:
         return None
-    return LearnerSolution(source, allocate, schedule)
+    return LearnerSolution(
+        source, defined.get("allocate_kv_pages"), defined.get("schedule_iteration")
+    )
 
 
 def learner_factory(

@@ -29,10 +29,14 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from kvsched.checks.targets.deadline import DeadlineExpired
-from kvsched.checks.targets.learner import LearnerSolution, solution_from_namespace
+from kvsched.checks.targets.learner import (
+    LEARNER_FUNCTIONS,
+    LearnerSolution,
+    solution_from_namespace,
+)
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.vocabulary import POLICY_NAMES
@@ -67,6 +71,9 @@ class EventLogTarget:
 
 Target = SchedulerTarget | LearnerTarget | EventLogTarget
 
+Kind = Literal["scheduler", "learner", "event log"]
+"""What a TARGET is; :func:`target_kind` decides it, once, and every door uses that answer."""
+
 
 STDIN = "-"
 """TARGET for an event log on standard input: an engine's output piped in as it runs."""
@@ -85,22 +92,36 @@ def _is_pipe(spec: str) -> bool:
         return False
 
 
-def load_target(spec: str) -> Target:
-    """Load TARGET in one of the forms of this module's docstring."""
+def target_kind(spec: str) -> Kind:
+    """The kind TARGET names by its form alone (this module's docstring): the one place it is
+    decided. Nothing the target's code does can change it, so it is read before anything runs."""
+    if is_event_log(spec):
+        return "event log"
+    _, colon, attribute = spec.rpartition(":")
+    if colon and attribute and attribute not in LEARNER_FUNCTIONS:
+        return "scheduler"
+    return "learner"
+
+
+def load_target(spec: str, kind: Kind | None = None) -> Target:
+    """Load TARGET, in one of the forms of this module's docstring, as the ``kind`` it names
+    (:func:`target_kind`'s answer, read here when not given)."""
     if not spec:
         raise TargetError(
             "empty target; give package.module:Class, file.py:Class, file.py or a .jsonl log"
         )
-    if is_event_log(spec):
+    kind = kind or target_kind(spec)
+    if kind == "event log":
         return EventLogTarget(spec, _log_path(spec))
     where, _, attribute = spec.rpartition(":") if ":" in spec else (spec, "", "")
     module = _import(where)
-    if not attribute:
-        solution = solution_from_namespace(spec, module)
-        if solution is None:
-            raise TargetError(_no_learner_functions(spec, module))
-        return LearnerTarget(spec, solution)
-    return _scheduler_target(spec, module, attribute)
+    found = _attribute(spec, module, attribute) if attribute else module
+    if kind == "scheduler":
+        return _scheduler_target(spec, found, attribute)
+    solution = solution_from_namespace(spec, module)
+    if solution is None:
+        raise TargetError(_no_learner_functions(spec, module))
+    return LearnerTarget(spec, solution)
 
 
 def _log_path(spec: str) -> Path:
@@ -119,7 +140,8 @@ def _log_path(spec: str) -> Path:
     return Path("/dev/stdin")
 
 
-def _scheduler_target(spec: str, module: ModuleType, attribute: str) -> Target:
+def _attribute(spec: str, module: ModuleType, attribute: str) -> Any:
+    """What ``module:attribute`` names; TargetError, naming the classes there, if nothing."""
     obj: Any = module
     where = spec.rpartition(":")[0]
     for part in attribute.split("."):
@@ -130,10 +152,10 @@ def _scheduler_target(spec: str, module: ModuleType, attribute: str) -> Target:
                 f"(scheduler classes defined there: {found})"
             )
         obj = getattr(obj, part)
-    if attribute in ("schedule_iteration", "allocate_kv_pages"):
-        solution = solution_from_namespace(spec, module)
-        assert solution is not None  # the attribute just found is one of its functions
-        return LearnerTarget(spec, solution)
+    return obj
+
+
+def _scheduler_target(spec: str, obj: Any, attribute: str) -> SchedulerTarget:
     if inspect.isclass(obj):
         missing = [m for m in PROTOCOL_METHODS if not callable(getattr(obj, m, None))]
         if missing:

@@ -27,10 +27,16 @@ import msgspec
 from kvsched.checks.targets import bounds, wire
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.deadline import Deadline
-from kvsched.checks.targets.learner import LearnerSolution
-from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError
+from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, LearnerSolution
+from kvsched.checks.targets.load import (
+    Kind,
+    LearnerTarget,
+    SchedulerTarget,
+    TargetError,
+    target_kind,
+)
 from kvsched.checks.targets.process import HostFailure, HostProcess
-from kvsched.checks.targets.source import LEARNER_FUNCTIONS, defined_functions, target_kind
+from kvsched.checks.targets.source import defined_functions
 from kvsched.spec.properties import PropertiesError, parse_properties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
 from kvsched.spec.vocabulary import POLICY_NAMES
@@ -66,8 +72,10 @@ _NIL = b"\xc0"
 class RemoteTarget:
     """TARGET loaded in a host process; :meth:`load` first, :meth:`close` always."""
 
-    def __init__(self, spec: str, confinement: Confinement) -> None:
+    def __init__(self, spec: str, confinement: Confinement, kind: Kind | None = None) -> None:
         self.spec = spec
+        self.kind = kind or target_kind(spec)
+        """kvsched's own reading of the target (:func:`~.load.target_kind`), never the host's."""
         self.confinement = confinement
         self.doing = f"importing {spec}"
         """What the check is asking of the target now, for the messages of a failure."""
@@ -100,7 +108,7 @@ class RemoteTarget:
         description = self._decode(self._description, raw, "the description of the target")
         if description.policy not in ("", *POLICY_NAMES):
             self._garbled(f"described the policy {description.policy[:40]!r}")
-        kind = target_kind(self.spec)  # kvsched's own reading, never the host's
+        kind = self.kind
         if description.kind != kind:
             self._garbled(f"described a {description.kind} where kvsched reads a {kind}")
         if kind == "learner":

@@ -3,7 +3,8 @@
 The target's own process can say anything: code the target runs at import can write on the
 host's wire what the host would write (docs/grading.md). So nothing that decides *what is
 judged* comes from there. The kind of a target follows from the command line alone (its form,
-checked against the grader's ``--expect``); the functions a learner's file defines are read off
+read by :func:`~.load.target_kind` and checked here against the grader's ``--expect``); the
+functions a learner's file defines are read off
 its syntax tree, without importing it. The host only runs the calls kvsched then makes, and an
 answer that contradicts what was read here is a PROTO-1 finding, never a description.
 """
@@ -14,34 +15,18 @@ import ast
 import importlib.machinery
 import os
 import sys
-import typing
 from pathlib import Path
-from typing import Literal
 
-from kvsched.checks.targets.load import TargetError, is_event_log
+from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, LearnerFunction
+from kvsched.checks.targets.load import Kind, TargetError, target_kind
 from kvsched.spec.vocabulary import Expected
 
-Kind = Literal["scheduler", "learner", "event log"]
 EXPECTED: dict[Expected, Kind] = {
     "scheduler": "scheduler",
     "learner": "learner",
     "log": "event log",
 }
 """The kind each of ``--expect``'s words asks for."""
-
-LearnerFunction = Literal["allocate_kv_pages", "schedule_iteration"]
-LEARNER_FUNCTIONS: tuple[LearnerFunction, ...] = typing.get_args(LearnerFunction)
-"""The exercise's functions (spec/learner.md); a learner's file is judged on both."""
-
-
-def target_kind(spec: str) -> Kind:
-    """The kind TARGET names by its form alone (kvsched.checks.targets.load's docstring)."""
-    if is_event_log(spec):
-        return "event log"
-    _, colon, attribute = spec.rpartition(":")
-    if colon and attribute not in LEARNER_FUNCTIONS:
-        return "scheduler"
-    return "learner"
 
 
 def expect(spec: str, expected: Expected | None) -> Kind:

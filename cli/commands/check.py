@@ -131,11 +131,10 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from kvsched.checks.eventlog.jsonl import EventLogError
-    from kvsched.checks.judge.check import CheckOptions
-    from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.judge.door import Door, TargetError
+    from kvsched.checks.judge.hosted import judge
+    from kvsched.checks.judge.options import CheckOptions
     from kvsched.checks.search.runs import cache_folder
-    from kvsched.checks.targets.load import TargetError, is_event_log
-    from kvsched.checks.targets.source import expect
     from kvsched.checks.verdict.declarations import Grading
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.machine import render_json, render_junit_xml
@@ -159,7 +158,11 @@ def main(args: argparse.Namespace) -> int:
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError(f"--max-examples must be >= 1, got {args.max_examples}")
     workload = workload_from_spec(args.workload) if args.workload else None
-    is_log = is_event_log(args.target)
+    try:  # the target's kind is read here, once, and --expect refuses any other before it runs
+        door = Door(args.target, confinement, args.expect)
+    except TargetError as error:
+        raise UsageError(str(error)) from None
+    is_log = door.kind == "event log"
     if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     if args.all_findings and not is_log:
@@ -183,9 +186,8 @@ def main(args: argparse.Namespace) -> int:
         budget=args.budget,
     )
     try:
-        expect(args.target, args.expect)
-        with showing_progress(plain=args.json):
-            report = check_hosted(args.target, options, confinement)
+        with door, showing_progress(plain=args.json):
+            report = judge(door, options)
     except (TargetError, EventLogError) as error:  # cannot be loaded, or a malformed log
         raise UsageError(str(error)) from None
     if args.grade:

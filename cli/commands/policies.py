@@ -2,8 +2,9 @@
 
 A scheduler under test (``NAME=package.module:Class`` or ``NAME=file.py:Class``) is third-party
 code. As in ``kvsched check`` it is never imported into kvsched's process: each runs in a host
-process of its own (kvsched.checks.targets.hosted_run) under the limits of the command's
-options, so a class that hangs, exits or floods its output ends its own runs, not the report.
+process of its own, through the judge's door (kvsched.checks.judge.door.hosted_scheduler), under
+the limits of the command's options, so a class that hangs, exits or floods its output ends its
+own runs, not the report.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from kvsched.commands import UsageError
 from kvsched.commands.limits import confinement_from
@@ -25,27 +26,18 @@ def hosted_policies(
 ) -> Iterator[dict[str, SchedulerFactory] | None]:
     """The policies ``text`` names, with their hosts closed on leaving; ``None`` (after saying
     why on stderr) when a scheduler under test broke its host while being imported: PROTO-1."""
-    from kvsched.checks.targets.hosted_run import host_scheduler
-    from kvsched.checks.targets.load import TargetError, is_event_log
-    from kvsched.checks.targets.process import HostFailure
-    from kvsched.checks.targets.remote import RemoteTarget
+    from kvsched.checks.judge.door import HostFailure, TargetError, hosted_scheduler
 
     confinement = confinement_from(args)
-    hosts: list[RemoteTarget] = []
     policies: dict[str, SchedulerFactory] = {}
     broken = False
-    try:
+    with ExitStack() as hosts:
         for name, target in _named(text):
             if not target:
                 policies[name] = POLICIES[name]
                 continue
-            if is_event_log(target):
-                raise UsageError(
-                    f"--policies {name}={target}: a report runs schedulers (package.module:Class "
-                    "or file.py:Class), not an event log"
-                )
             try:
-                loaded, host = host_scheduler(target, confinement)
+                loaded = hosts.enter_context(hosted_scheduler(target, confinement))
             except TargetError as error:
                 raise UsageError(f"--policies {name}={target}: {error}") from None
             except HostFailure as failure:
@@ -53,12 +45,8 @@ def hosted_policies(
                 print(message, file=sys.stderr)
                 broken = True
                 break
-            hosts.append(host)
             policies[name] = loaded.factory
         yield None if broken else policies
-    finally:
-        for host in hosts:
-            host.close()
 
 
 def _named(text: str) -> list[tuple[str, str]]:

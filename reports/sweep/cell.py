@@ -2,10 +2,11 @@
 
 A cell is plain data from end to end: its definition (:class:`Cell`) travels to a worker process
 or a cluster's worker as it is, and its result (:class:`CellResult`) comes back and is stored as
-JSON. :func:`run_cell` is the whole of a cell's work: the stepped engine
-(:func:`kvsched.reference.run`), the runtime monitor over every iteration
-(:func:`kvsched.checks.monitor.runtime.watch_run`), then the figures ``kvsched report`` shows
-(:func:`kvsched.reports.collect.case_of_run`: section 7's metrics and the efficiency layer's).
+JSON. :func:`run_cell` is the whole of a cell's work: a run judged through the judge's door
+(:func:`kvsched.checks.judge.door.judged_run`: the stepped engine and the runtime monitor over
+every iteration, as a check judges its fixed workloads), then the figures ``kvsched report``
+shows (:func:`kvsched.reports.collect.case_of_run`: section 7's metrics and the efficiency
+layer's).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import msgspec
 
-from kvsched.checks.monitor.runtime import watch_run
-from kvsched.reference import POLICIES, run
+from kvsched.checks.judge.door import judged_run
+from kvsched.reference import POLICIES
 from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.reference.families import workload_from_spec
 from kvsched.reports.collect import case_of_run, declared_properties
@@ -138,12 +139,11 @@ def run_cell(cell: Cell) -> CellResult:
         raise CellError(str(error)) from None
     try:
         with scheduler_of(cell) as (factory, policy):
-            declared = declared_properties(factory)
-            stepped = run(workload, factory, policy=policy, properties=declared)
-            finding, _ = watch_run(stepped, declared)
-            measured = case_of_run(workload, cell.scheduler, factory, stepped)
+            judged = judged_run(workload, factory, policy, declared_properties(factory))
+            measured = case_of_run(workload, cell.scheduler, factory, judged.run)
     except BrokenHost as broken:
         return _result(cell, workload, "PROTO-1", f"PROTO-1 (end of run): {broken}", "", None)
+    finding = judged.finding
     return _result(
         cell,
         workload,

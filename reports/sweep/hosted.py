@@ -2,8 +2,9 @@
 
 The class is third-party code. As in ``kvsched check`` and ``kvsched report`` it is never
 imported into kvsched's process, nor into a pool's or a cluster's worker: each cell loads it in a
-host process of its own (:func:`kvsched.checks.targets.hosted_run.host_scheduler`) under the
-default :class:`~kvsched.checks.targets.confinement.Confinement`, and closes it when the cell
+host process of its own, through the judge's door
+(:func:`kvsched.checks.judge.door.hosted_scheduler`), under the default
+:class:`~kvsched.checks.targets.confinement.Confinement`, and closes it when the cell
 ends, so a class that hangs, exits or floods its output ends its own cell, not the sweep.
 """
 
@@ -11,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from kvsched.checks.judge.door import HostFailure, TargetError, hosted_scheduler
 from kvsched.checks.targets.confinement import Confinement
-from kvsched.checks.targets.hosted_run import host_scheduler
-from kvsched.checks.targets.load import TargetError
-from kvsched.checks.targets.process import HostFailure
 from kvsched.spec.protocol import SchedulerFactory
 
 
@@ -53,13 +52,13 @@ def hosted(target: str, digest: str, policy: str) -> Iterator[tuple[SchedulerFac
             f"{target}: the target's files changed since the grid was read (or differ on this "
             "worker): rerun the sweep to key its cells by the files as they are now"
         )
-    try:
-        loaded, host = host_scheduler(target, Confinement())
-    except TargetError as error:
-        raise CellError(str(error)) from None
-    except HostFailure as failure:
-        raise BrokenHost(f"the target broke its host while being imported: {failure}") from None
-    try:
+    with ExitStack() as host:
+        try:
+            loaded = host.enter_context(hosted_scheduler(target, Confinement()))
+        except TargetError as error:
+            raise CellError(str(error)) from None
+        except HostFailure as failure:
+            raise BrokenHost(f"the target broke its host while being imported: {failure}") from None
         judged = policy or loaded.policy
         if not judged:
             raise CellError(
@@ -67,5 +66,3 @@ def hosted(target: str, digest: str, policy: str) -> Iterator[tuple[SchedulerFac
                 '(policy = "continuous" or "static")'
             )
         yield loaded.factory, judged
-    finally:
-        host.close()

@@ -15,8 +15,8 @@ from kvsched.checks.judge import trial as trial_module
 from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.monitor.coverage import reached
 from kvsched.checks.search.explore import SearchResult, search
-from kvsched.checks.targets.load import SchedulerTarget, TargetError
-from kvsched.checks.targets.source import defined_functions, expect, target_kind
+from kvsched.checks.targets.load import SchedulerTarget, TargetError, target_kind
+from kvsched.checks.targets.source import defined_functions, expect
 from kvsched.checks.verdict.machine import render_json, render_junit_xml
 from kvsched.checks.verdict.render import render_table
 from kvsched.checks.verdict.report import (

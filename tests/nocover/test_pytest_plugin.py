@@ -49,3 +49,27 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
         [seconds] = case.iter("property")
         assert seconds.get("name") == "kvsched_check_seconds"
         assert float(seconds.get("value", "")) > 0
+
+
+def test_the_plugin_loads_each_target_once(tmp_path: Path) -> None:
+    """The load at collection, which names the tests, is the one the check judges: one host
+    started, one import of the target (there were two, one to name the tests and one to check)."""
+    learner = Path(__file__).resolve().parents[2] / "examples" / "learner" / "buggy_leak.py"
+    code = (
+        "import sys, pytest\n"
+        "from kvsched.checks.targets import remote\n"
+        "loads = []\n"
+        "load = remote.RemoteTarget.load\n"
+        "remote.RemoteTarget.load = lambda self: loads.append(self.spec) or load(self)\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', '-o', 'addopts=', "
+        f"'--kvsched-target={learner}', '--kvsched-target={learner}', '.'])\n"
+        "print('exit', int(code), 'loads', len(loads), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}  # the outer run's
+    env["KVSCHED_CACHE_DIR"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        check=False, env=env,
+    )  # fmt: skip
+    # A leak (PAGE-3) under both policies fails; named twice, the target is still loaded once.
+    assert result.stderr.split()[-4:] == ["exit", "1", "loads", "1"], result.stdout + result.stderr
