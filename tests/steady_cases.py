@@ -272,3 +272,34 @@ def _stale_hit() -> Rows:
 ALLOCATION_CASES: dict[str, Callable[[], Rows]] = {"_hits_read_their_prefix": _stale_hit}
 """Each allocations predicate's case: a log that breaks its check on a steady line's
 allocations."""
+
+
+def _freed(rows: Rows, change: Callable[[list[int]], int]) -> Rows:
+    """The first finish mid-log with its free changed by ``change``, which returns the pages
+    the free now gives back beyond the table (negative: fewer); the free count says so."""
+    for line in iterations(rows)[2:-2]:
+        free = next((op for op in line["ops"] if op[0] == "free"), None)
+        if free is not None:
+            line["free_pages"] += change(free[2])
+            return rows
+    raise AssertionError("no line frees a finished request's table mid-log")
+
+
+def _twice(pages: list[int]) -> int:
+    pages.append(pages[-1])
+    return 1
+
+
+def _kept(pages: list[int]) -> int:
+    pages.pop()
+    return -1
+
+
+FREES_CASES: dict[str, Callable[[], Rows]] = {
+    # A double free (PAGE-3), counted free twice by the target.
+    "_frees_only_what_it_holds": lambda: _freed(clean_rows(), _twice),
+    # A finished request that keeps its last page (PAGE-4), counted as held by the target.
+    "_frees_all_it_holds": lambda: _freed(clean_rows(), _kept),
+}
+"""Each frees predicate's case: a log whose finished request gives back other than its table,
+on a line otherwise steady."""

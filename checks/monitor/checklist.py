@@ -164,11 +164,10 @@ def admitted_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> F
 
 
 # 3.4 Decode -----------------------------------------------------------------------------------
-@per_iteration(
-    "decode",
-    "REQ-2",
-    steady=Steady(counted="the batch as its decodes and computes name it (steady.py)"),
-)
+# A version-2 event's batch is the one its admissions, preemptions and finishes built, which
+# are those the ledger follows: a steady line's admits only waiting requests, so it leaves this
+# check nothing to judge.
+@per_iteration("decode", "REQ-2", steady=Steady())
 def batch_is_who_was_admitted(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.batch.check_members(event.iteration, event.active)
 
@@ -186,10 +185,7 @@ def _kv_reaches_the_token(request: SteadyRequest) -> int:
 @per_iteration(
     "decode",
     *("DEC-1", "DEC-2", "DEC-3", "REQ-2"),
-    steady=Steady(
-        request=_kv_reaches_the_token,
-        counted="tokens and KV, one step a line, into the records lazily (steady_lazy.py)",
-    ),
+    steady=Steady(request=_kv_reaches_the_token),
 )
 def tokens_from_the_batch(monitor: Monitor, event: IterationEvent) -> Finding | None:
     finding = check_tokens(monitor.requests, event.iteration, event, monitor.computed)
@@ -205,9 +201,7 @@ def the_batch_is_served_first(monitor: Monitor, event: IterationEvent) -> Findin
     return monitor.batch.check_served(event.iteration, event, monitor.computed)
 
 
-# No steady line preempts; the progress it makes is counted with its tokens.
-@per_iteration(
-    "decode", "LIVE-3", steady=Steady(counted="the progress count (record.py, steady_progress)")
-)
+# No steady line preempts; the progress it makes is counted with its tokens, by the records.
+@per_iteration("decode", "LIVE-3", steady=Steady())
 def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.liveness.check_thrash(event.iteration, event)

@@ -162,11 +162,16 @@ def finished_once_at_the_last_token(monitor: Monitor, event: IterationEvent) -> 
     return monitor.requests.finish(event.iteration, event.decoded, event.finished)
 
 
-@per_iteration(
-    "completion",
-    "PAGE-3",
-    steady=Steady(counted="a finished request frees its whole table (steady.py)"),
-)
+def _frees_only_what_it_holds(given: Tables, tables: Tables) -> bool:
+    # Each page given back once, and in the giver's table.
+    for rid, pages in given.items():
+        held = tables.get(rid, ())
+        if pages != held and (len(set(pages)) != len(pages) or not set(held) >= set(pages)):
+            return False
+    return True
+
+
+@per_iteration("completion", "PAGE-3", steady=Steady(frees=_frees_only_what_it_holds))
 def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | None:
     # Preemption's frees were the schedule's: 'freed' holds the update's alone.
     for rid, freed in event.freed.items():
@@ -177,11 +182,17 @@ def freed_pages_were_held(monitor: Monitor, event: IterationEvent) -> Finding | 
     return None
 
 
-@per_iteration(
-    "completion",
-    "PAGE-4",
-    steady=Steady(counted="a finished request frees its whole table (steady.py)"),
-)
+def _frees_all_it_holds(given: Tables, tables: Tables) -> bool:
+    # A request finished in a steady line gives back every page it holds (the pages of one
+    # that finishes without giving any back are given back as nothing).
+    for rid, held in tables.items():
+        pages = given.get(rid, ())
+        if pages != held and not set(pages) >= set(held):
+            return False
+    return True
+
+
+@per_iteration("completion", "PAGE-4", steady=Steady(frees=_frees_all_it_holds))
 def finished_requests_hold_no_page(monitor: Monitor, event: IterationEvent) -> Finding | None:
     for rid in event.finished:
         finding = monitor.pages.drop(event.iteration, rid, "finished")
@@ -236,11 +247,8 @@ def the_queue_holds_every_waiting_request(
     )
 
 
-@per_iteration(
-    "completion",
-    "BATCH-4",
-    steady=Steady(counted="the queue kept for the next admissions (steady.py, _apply)"),
-)
+# The fast path keeps a steady line's queue by the same call (OrderRules.keep).
+@per_iteration("completion", "BATCH-4", steady=Steady())
 def queue_as_the_target_reports_it(monitor: Monitor, event: IterationEvent) -> Finding | None:
     """Keep the target's queue for the next iteration's admissions (no finding of its own)."""
     monitor.order.after(event)

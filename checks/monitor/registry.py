@@ -125,6 +125,7 @@ AllocationCheck = Callable[
 ]
 LinePredicate = Callable[[Monitor, SteadyLine], bool]
 RequestPredicate = Callable[[SteadyRequest], int]
+FreesPredicate = Callable[[Tables, Tables], bool]
 
 FOREVER = 1 << 62
 """A request predicate's horizon when steady decoding never gives its check work."""
@@ -148,6 +149,11 @@ class Steady:
     requests allocated, after the schedule. The fast path runs it on every steady line that
     allocates instead of declining the line, so it returns at once in a log where it has no
     work. ``None``: the check has no work on a steady line's allocations."""
+    frees: FreesPredicate | None = None
+    """For a steady line that finishes requests: whether the check may skip what they gave
+    back, ``(given, tables)``, with ``tables`` those of the requests finished, after the
+    line's schedule. ``None``: the check has no work on what a steady line's finished
+    requests give back."""
     counted: str = ""
     """What of the check the fast path's own counts carry instead (lazy tokens, deferred page
     holders), to be moved into predicates; empty when the predicates say everything."""

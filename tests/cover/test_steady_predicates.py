@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from steady_cases import ALLOCATION_CASES, LINE_CASES, REQUEST_CASES
+from steady_cases import ALLOCATION_CASES, FREES_CASES, LINE_CASES, REQUEST_CASES
 
 from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.log_check import LogCheck, check_stream
@@ -39,6 +39,8 @@ def predicates() -> dict[str, tuple[registry.Check[Any], str]]:
             found[steady.request.__name__] = (check, "request")
         if steady.allocations is not None:
             found[steady.allocations.__name__] = (check, "allocations")
+        if steady.frees is not None:
+            found[steady.frees.__name__] = (check, "frees")
     return found
 
 
@@ -73,12 +75,15 @@ def test_every_predicate_has_a_case() -> None:
     assert allocations == set(ALLOCATION_CASES), (
         "each allocations predicate needs a case in ALLOCATION_CASES"
     )
+    frees = {name for name, (_, kind) in kinds if kind == "frees"}
+    assert frees == set(FREES_CASES), "each frees predicate needs a case in FREES_CASES"
 
 
 SKIP_ALWAYS: dict[str, Callable[[registry.Steady], registry.Steady]] = {
     "line": lambda steady: replace(steady, line=lambda monitor, line: True),
     "request": lambda steady: replace(steady, request=lambda request: registry.FOREVER),
     "allocations": lambda steady: replace(steady, allocations=None),
+    "frees": lambda steady: replace(steady, frees=None),
 }
 """Each kind of predicate made to say "skip" always."""
 
@@ -87,14 +92,19 @@ SKIP_ALWAYS: dict[str, Callable[[registry.Steady], registry.Steady]] = {
     ("kind", "name"),
     [("line", name) for name in sorted(LINE_CASES)]
     + [("request", name) for name in sorted(REQUEST_CASES)]
-    + [("allocations", name) for name in sorted(ALLOCATION_CASES)],
+    + [("allocations", name) for name in sorted(ALLOCATION_CASES)]
+    + [("frees", name) for name in sorted(FREES_CASES)],
 )
 def test_turning_a_predicate_off_is_caught(
     kind: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    case = {"line": LINE_CASES, "request": REQUEST_CASES, "allocations": ALLOCATION_CASES}[kind][
-        name
-    ]
+    cases = {
+        "line": LINE_CASES,
+        "request": REQUEST_CASES,
+        "allocations": ALLOCATION_CASES,
+        "frees": FREES_CASES,
+    }
+    case = cases[kind][name]
     path = tmp_path / f"{name.replace('/', '-')}.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in case()))
     seen = verdicts(path)
