@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.static import StaticScheduler
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
@@ -137,3 +138,26 @@ class IgnoresBatchLimit(ContinuousScheduler):
     def can_admit(self, request: Request) -> bool:
         peak = peak_pages(request, self.limits.page_size)
         return self.committed_pages + peak <= self.limits.pool_pages  # BUG: slots not counted
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("two tokens", "a request decodes twice in one iteration", "DEC-1",
+           f"{__name__}:TwoTokensInOneIteration"),
+    Mutant("token for a waiting request", "the queue's head decodes before admission", "DEC-2",
+           f"{__name__}:TokenForWaitingRequest"),
+    Mutant("dropped request", "a request is freed and forgotten without finishing", "REQ-2",
+           f"{__name__}:DropsARequest"),
+    Mutant("finished twice", "finished requests are reported finished again", "REQ-2",
+           f"{__name__}:FinishesTwice"),
+    Mutant("static admits mid-batch", "static batching refills a slot before the drain",
+           "BATCH-2", f"{__name__}:StaticAdmitsMidBatch"),
+    Mutant("continuous idles", "a freed slot is refilled one iteration late", "BATCH-3",
+           f"{__name__}:ContinuousIdlesAfterFinish"),
+    Mutant("head skipped", "first fit: a request overtakes a head that does not fit", "BATCH-4",
+           f"{__name__}:SkipsABlockedHead"),
+    Mutant("starvation", "a request needing the whole pool never fits (< for <=)", "LIVE-2",
+           f"{__name__}:StarvesAFullPoolRequest"),
+    Mutant("batch overflow", "admission counts pages but not slots", "BATCH-1",
+           f"{__name__}:IgnoresBatchLimit"),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`)."""

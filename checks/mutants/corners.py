@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from kvsched.checks.mutants.engine import V1, TokenFromNothing
+from kvsched.checks.mutants.engine import V1, TokenFromNothing, engine_log
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineConfig
 from kvsched.reference.engine_scheduler.scheduler import Step
 from kvsched.reference.engine_scheduler.sequence import Seq, Status
@@ -114,3 +115,21 @@ TWINS: dict[type[V1], type[V1]] = {
     RevivedHitsCountedFree: V1,
 }
 """Each mutant's correct design, which must check clean."""
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("engine: victim behind the cursor", "a priority victim removed behind the running "
+           "loop's cursor skips the request after it", "BATCH-6",
+           write=engine_log(VictimBehindTheCursor, CURSOR)),
+    Mutant("priority victim refunded twice", "a priority victim scheduled earlier in the step "
+           "gives its tokens back to the budget twice", "BATCH-1",
+           f"{__name__}:PriorityVictimRefundsTwice"),
+    Mutant("full hit on a page multiple", "a prompt of whole pages, all cached, is taken from the "
+           "cache whole: a token from nothing computed", "DEC-3",
+           f"{TokenFromNothing.__module__}:TokenFromNothing"),
+    Mutant("revived hit counted free", "a hit on a freed, cached page counted as free and as not "
+           "needed: admission at the last free pages overruns the pool", "PROTO-1",
+           f"{__name__}:RevivedHitsCountedFree"),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`): classes the search must draw a workload
+for (checks/search/corners.py)."""

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.jsonl import write_log
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Step
@@ -185,3 +186,24 @@ def _correct(mutant: type[V1]) -> type[V1]:
         properties = mutant.properties
 
     return Correct
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("engine: forgets running requests", "running requests are never scheduled again",
+           "LIVE-1", write=engine_log(ForgetsRunningRequests, ONE)),
+    Mutant("engine: shared page freed", "a shared page freed while another request holds it",
+           "PAGE-3", write=engine_log(FreesSharedPage, SHARED)),
+    Mutant("engine: hit on an evicted page", "a reused page keeps its old prefix hash",
+           "PAGE-6", write=engine_log(HitsEvictedPage, REUSED)),
+    Mutant("engine: preempted keeps a page", "preemption keeps the last page", "PAGE-4",
+           write=engine_log(PreemptedKeepsPage, SHARED)),
+    Mutant("engine: token from nothing", "a full prefix hit computes nothing yet samples",
+           "DEC-3", write=engine_log(TokenFromNothing, FULL_HIT)),
+    Mutant("engine: KV past the table", "chunk pages counted with a floor", "PAGE-1",
+           write=engine_log(WritesPastTable, SHARED)),
+    Mutant("engine: thrash", "a watermark applied to running requests preempts in a loop",
+           "LIVE-3", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
+    Mutant("engine: chunks despite none", "declares whole prompts, chunks over the budget",
+           "BATCH-5", write=engine_log(ChunksDespiteDeclaringNone, TWO_PROMPTS)),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`): engine bugs checked as fixed logs."""

@@ -5,6 +5,7 @@ A hostile target must get a verdict (PROTO-1), never a crash or a hang of kvsche
 
 from __future__ import annotations
 
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
 
@@ -34,3 +35,13 @@ class HangsInSchedule(ContinuousScheduler):
         while len(self.running) >= self.limits.batch_limit > 1:  # BUG: never exits
             pass
         return batch
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("raises", "schedule() raises mid-run", "PROTO-1", f"{__name__}:RaisesMidRun"),
+    Mutant("garbage answer", "update_from_output() returns a dict", "PROTO-1",
+           f"{__name__}:AnswersGarbage"),
+    Mutant("hangs", "schedule() loops forever", "PROTO-1", f"{__name__}:HangsInSchedule",
+           timeout=0.5),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`)."""

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvsched.checks.eventlog.jsonl import write_log
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.reference.engine import Run
 from kvsched.spec.events import IterationEvent, fixed_order
@@ -88,3 +89,12 @@ def partial_prefill_log(workdir: Path, buggy: bool = True) -> Path:
     path = workdir / "partial-prefill.jsonl"
     write_log(Run(workload, "continuous", tuple(events), drained=True), path, properties)
     return path
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("token from a partial prefill", "a chunk short of the prompt's end yields a token",
+           "DEC-3", write=partial_prefill_log),
+    Mutant("admission before arrival", "the engine's clock delivers arrivals a step early",
+           "REQ-1", write=early_arrival_log),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference import scheduler
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.pool import PagePool
@@ -158,3 +159,20 @@ class NeverReturnsPages(ContinuousScheduler):
         for pages in outcome.freed.values():
             self.pool.allocate("<lost>", len(pages))  # BUG
         return replace(outcome, free_pages=self.pool.free_count)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("off-by-one rounding", "pages = tokens // page_size + 1", "PAGE-1",
+           f"{__name__}:OffByOneRounding"),
+    Mutant("page in two tables", "a newcomer's first page is another request's", "PAGE-2",
+           f"{__name__}:PageInTwoTables"),
+    Mutant("leak on finish", "freed pages never return to the pool", "PAGE-3",
+           f"{__name__}:LeakOnFinish"),
+    Mutant("keeps pages on finish", "a finished request never frees its pages", "PAGE-4",
+           f"{__name__}:KeepsPagesOnFinish"),
+    Mutant("reuse before free", "pages freed while the last token is written, and reused",
+           "PAGE-2", f"{__name__}:ReuseBeforeFree"),
+    Mutant("pool overcommit", "admission ignores pages; the allocator overflows", "PAGE-5",
+           f"{__name__}:OvercommitsThePool"),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`)."""

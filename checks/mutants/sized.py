@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.continuous import ContinuousScheduler
 from kvsched.reference.pool import PagePool
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
@@ -50,3 +51,13 @@ class HangsOnALongQueue(ContinuousScheduler):
         while len(self.waiting) > CROWD:  # BUG: never exits
             pass
         return super().schedule()
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("leak in a crowd", "pages leak only once 5 or more requests are active", "PAGE-3",
+           f"{__name__}:LeakInACrowd"),
+    Mutant("hang on a long queue", "schedule() loops forever once more than 5 requests wait",
+           "PROTO-1", f"{__name__}:HangsOnALongQueue", timeout=1.0),
+)  # fmt: skip
+"""This module's mutants, for the zoo (:mod:`.zoo`): nothing the teaching trace or a handful
+of requests reaches."""

@@ -75,16 +75,6 @@ def test_the_teaching_trace_table_is_what_replay_prints(
         assert int(row.group(3)) == metrics["p95_wait"]
 
 
-def test_the_mutation_score_in_the_docs_counts_the_zoo() -> None:
-    # That every mutant is caught with its id is tests/quality/test_mutant_zoo.py's; the figure
-    # here is the zoo's size, which a new mutant changes.
-    from kvsched.checks.mutants.zoo import ZOO
-
-    score = re.search(r"Mutation score: (\d+)/(\d+)", (ROOT / "docs" / "checking.md").read_text())
-    assert score is not None
-    assert int(score.group(1)) == int(score.group(2)) == len(ZOO)
-
-
 def test_the_efficiency_figures_quoted_for_sarathi_are_what_check_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
