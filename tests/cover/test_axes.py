@@ -21,7 +21,7 @@ from kvsched.checks.search.strategies import (
 )
 from kvsched.spec.bounds import LIMIT_FIELDS, REQUEST_NUMBERS
 from kvsched.spec.request_fields import MAX_PRIORITY
-from kvsched.spec.vocabulary import PROFILE_NAMES
+from kvsched.spec.vocabulary import PROFILE_NAMES, Profile
 from kvsched.spec.workload import Limits, Request, peak_pages
 
 
@@ -50,12 +50,13 @@ def test_the_far_priority_is_the_contracts_bound() -> None:
 
 
 @pytest.mark.parametrize("profile", PROFILE_NAMES)
-def test_the_search_sizes_are_the_axes_far_ends(profile: str) -> None:
-    sizes = SEARCH_SIZES[profile]  # type: ignore[index]
-    assert sizes["max_requests"] == AXES["id"].far_end(profile)  # type: ignore[arg-type]
-    assert sizes["max_output"] == AXES["output_tokens"].far_end(profile)  # type: ignore[arg-type]
-    assert sizes["max_page_size"] == AXES["page_size"].far_end(profile)  # type: ignore[arg-type]
-    assert sizes["max_batch_limit"] == AXES["batch_limit"].far_end(profile)  # type: ignore[arg-type]
+def test_the_search_sizes_are_the_axes_far_ends(profile: Profile) -> None:
+    sizes = SEARCH_SIZES[profile]
+    assert sizes["max_requests"] == AXES["id"].far_end(profile)
+    assert sizes["max_output"] == AXES["output_tokens"].far_end(profile)
+    assert sizes["max_page_size"] == AXES["page_size"].far_end(profile)
+    assert sizes["max_batch_limit"] == AXES["batch_limit"].far_end(profile)
+    assert sizes["max_priority"] == AXES["priority"].far_end(profile)
 
 
 def test_one_example_in_far_share_of_a_search_is_a_far_workload() -> None:
