@@ -189,7 +189,7 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
-    judged = False  # a reproduce line was replayed on the strategy it was recorded with
+    judged = False  # a reproduce line made a workload of some share's strategy
     for drawn, count in _shares(strategy, profile, config.max_examples):
         test = settings(config, max_examples=count)(given(drawn)(judge))
         if reproduce is not None:
@@ -220,11 +220,10 @@ def search(
                 policy, profile, examples, counterexample, excused, coverage=coverage
             )
         except DidNotReproduce:
-            # Judged and passed: the target was fixed. Never judged: the line was recorded
-            # against another strategy, and its choices do not make a workload of this one.
+            # Judged and passed: the target was fixed, or the line was recorded on the other
+            # share's strategy and its choices made some other workload of this one; that share
+            # replays it next. Never judged: its choices make no workload of this strategy.
             judged = judged or examples > before
-            if reproduce is not None and judged:
-                break
         except InvalidArgument as error:
             if reproduce is None:
                 raise

@@ -154,3 +154,16 @@ def test_the_default_check_fails_a_table_wrong_past_256_pages_on_one_request() -
     assert verdict.finding is not None and verdict.finding.invariant == "PAGE-1"
     assert verdict.counterexample is not None
     assert len(verdict.counterexample.workload.requests) == 1
+
+
+def test_a_failure_of_the_far_share_replays_from_its_reproduce_line() -> None:
+    found = search(TableCutAt, "continuous", "ci").counterexample
+    assert found is not None and found.reproduce
+    # The line does not say which share drew it: each share replays it, and the far one fails.
+    again = search(TableCutAt, "continuous", "ci", reproduce=found.reproduce).counterexample
+    assert again is not None
+    assert (again.workload.limits, again.workload.requests) == (
+        found.workload.limits,
+        found.workload.requests,
+    )
+    assert search(ContinuousScheduler, "continuous", "ci", reproduce=found.reproduce).clean
