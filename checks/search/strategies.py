@@ -291,12 +291,12 @@ def workloads(
 ) -> Workload:
     """Valid workloads that reach the corners listed in the module docstring.
 
-    With ``swarm``, each example first draws which :data:`FEATURES` it turns on. With
+    With ``swarm``, each example first draws which :data:`FEATURES` it turns on. Shrinks towards
+    every feature off and one request arriving at 0 with an empty prompt and one output token, in
+    pages of one token, one decode slot, and a pool exactly as large as the largest request. With
     ``far_pool_pages``, a far workload: a few requests whose block tables run from
-    :data:`LONG_CONTEXT_PAGES` pages to that many, prompts up to the whole pool. Shrinks towards
-    every feature off
-    and one request arriving at 0 with an empty prompt and one output token, in pages of one
-    token, one decode slot, and a pool exactly as large as the largest request.
+    :data:`LONG_CONTEXT_PAGES` pages to that many, prompts up to the whole pool; it shrinks the
+    same way but for its one request's table, of :data:`LONG_CONTEXT_PAGES` pages.
     ``max_iterations`` keeps the last arrivals only while a run stays about that short: a
     crowd in one decode slot would otherwise cost thousands of iterations per example.
     ``far_gap``: a far workload draws idle gaps up to it.
