@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
-from hypothesis import find, settings
+from hypothesis import find, given, settings
 
 from kvsched.checks.search.corners import LONG_CONTEXT_PAGES
 from kvsched.checks.search.explore import _shares
@@ -22,7 +22,8 @@ from kvsched.checks.search.strategies import (
 from kvsched.spec.bounds import LIMIT_FIELDS, REQUEST_NUMBERS
 from kvsched.spec.request_fields import MAX_PRIORITY
 from kvsched.spec.vocabulary import PROFILE_NAMES, Profile
-from kvsched.spec.workload import Limits, Request, peak_pages
+from kvsched.spec.workload import Limits, Request, Workload, parse_workload, peak_pages
+from kvsched.spec.workload import workload_to_json as to_json
 
 
 def test_every_field_of_a_request_and_of_the_limits_has_an_axis() -> None:
@@ -74,3 +75,10 @@ def test_a_far_workload_shrinks_to_one_request_of_the_fewest_pages() -> None:
     [request] = simplest.requests
     assert peak_pages(request, simplest.limits.page_size) == LONG_CONTEXT_PAGES
     assert simplest.limits == Limits(batch_limit=1, page_size=1, pool_pages=LONG_CONTEXT_PAGES)
+
+
+@given(far_workloads("ci"))
+def test_every_far_workload_is_valid_and_every_table_long(workload: Workload) -> None:
+    assert parse_workload(to_json(workload)) == workload
+    peaks = [peak_pages(r, workload.limits.page_size) for r in workload.requests]
+    assert min(peaks) >= LONG_CONTEXT_PAGES and max(peaks) <= workload.limits.pool_pages
