@@ -16,7 +16,8 @@ Drawn, as swarm features of :func:`.strategies.workloads` (each shrinks to off):
 
 Recognised in a run (:func:`run_corners`), for Hypothesis's statistics (``event``) and its
 targeting (``target``, :mod:`.explore`): preemptions, full prefix hits, admissions that leave no
-page free, long runs; and the drawn shapes themselves (:func:`drawn_corners`), so a test reads
+page free, long runs; and the drawn shapes themselves (:func:`drawn_corners`), block tables of
+:data:`LONG_CONTEXT_PAGES` pages and more and whole-pool prompts among them, so a test reads
 from the statistics of a real search that the ci profile reaches each one.
 
 :data:`BOUNDARY_SHAPES` are the known shapes as explicit examples, run first by every search.
@@ -35,13 +36,28 @@ from hypothesis import strategies as st
 from kvsched.reference.engine import Run
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Limits, Request, Workload, arrival_indices, peak_pages
+from kvsched.spec.workload import (
+    Limits,
+    Request,
+    Workload,
+    arrival_indices,
+    pages_for,
+    peak_pages,
+)
 
 HIT_GROUP = "hit"
 """The prefix group of the ``full_hits`` feature's members."""
 
 LONG_RUN = 100
 """Iterations from which a run counts as long (the ci budget is about 300)."""
+
+LONG_CONTEXT_PAGES = 256
+"""Pages from which a block table counts as long, and the fewest of each table of a far
+workload (``strategies.far_workloads``): 256 pages (4,096 tokens of 16) is where a fixed-size
+table or an 8-bit page count stops."""
+
+WHOLE_POOL = 0.9
+"""The share of a long pool from which a prompt counts as the whole pool."""
 
 
 PREFIX_GROUPS = ("sys", "doc", "chat")
@@ -88,22 +104,28 @@ def boundary_prompts(page_size: int, max_pages: int) -> st.SearchStrategy[int]:
 
 
 @st.composite
-def priorities(draw: st.DrawFn, requests: tuple[Request, ...]) -> tuple[Request, ...]:
-    """``requests`` with priorities: inverted (later arrivals more urgent), or any of 0..3."""
+def priorities(
+    draw: st.DrawFn, requests: tuple[Request, ...], small: int, far: int
+) -> tuple[Request, ...]:
+    """``requests`` with priorities: inverted (later arrivals more urgent), or any of 0..small,
+    or of -far..far (the far ends, where a priority stored in fewer bits, or taken for a rank
+    or an index, breaks). Shrinks towards 0."""
     if draw(st.booleans()):
         count = len(requests)
         rank = {index: count - order for order, index in enumerate(arrival_indices(requests))}
         return tuple(replace(r, priority=rank[i]) for i, r in enumerate(requests))
-    return tuple(replace(r, priority=draw(st.integers(0, 3))) for r in requests)
+    values = st.one_of(st.integers(0, small), st.integers(-far, far))
+    return tuple(replace(r, priority=draw(values)) for r in requests)
 
 
 @st.composite
 def full_hits(
-    draw: st.DrawFn, requests: tuple[Request, ...], page_size: int, max_pages: int
+    draw: st.DrawFn, requests: tuple[Request, ...], page_size: int, pages: st.SearchStrategy[int]
 ) -> tuple[Request, ...]:
     """``requests`` with some made members of :data:`HIT_GROUP`: one prompt of whole pages,
-    all of it the shared prefix. Shrinks towards the first two requests and one page."""
-    prompt = draw(st.integers(1, max_pages)) * page_size
+    ``pages`` of them, all of it the shared prefix. Shrinks towards the first two requests and
+    the fewest pages."""
+    prompt = draw(pages) * page_size
     members = draw(st.sets(st.integers(0, len(requests) - 1), min_size=min(2, len(requests))))
     return tuple(
         replace(r, prompt_tokens=prompt, prefix_group=HIT_GROUP, prefix_tokens=prompt)
@@ -138,8 +160,13 @@ def drawn_corners(workload: Workload) -> list[str]:
     if any(count >= 2 for count in whole.values()):
         corners.append("whole-prompt prefix hit shape")
     peaks = [peak_pages(r, size) for r in requests]
-    if len(requests) >= 2 and max(peaks) >= workload.limits.pool_pages - 1:
+    pool = workload.limits.pool_pages
+    if len(requests) >= 2 and max(peaks) >= pool - 1:
         corners.append("a request within a page of the pool")
+    if max(peaks) >= LONG_CONTEXT_PAGES:
+        corners.append(f"a block table of {LONG_CONTEXT_PAGES}+ pages")
+        if any(pages_for(r.prompt_tokens, size) >= WHOLE_POOL * pool for r in requests):
+            corners.append("a prompt of the whole of a long pool")
     if max(Counter(r.arrival for r in requests).values()) > workload.limits.batch_limit:
         corners.append("a burst larger than the batch")
     return corners

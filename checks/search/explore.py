@@ -10,7 +10,10 @@ is shown the wrong bug.
 
 It aims at the corners where real engines broke (:mod:`.corners`): targets on preemptions, full
 prefix hits and admissions that leave no page free, and the known boundary shapes first, as
-explicit examples. What Hypothesis shrinks a failure to is shrunk again request by request
+explicit examples. One example in :data:`.strategies.FAR_SHARE` is a far workload (block tables
+of hundreds to thousands of pages, :func:`.strategies.far_workloads`), drawn by a test of its
+own after the others, so that share is certain whatever Hypothesis's generation and targeting
+make of a single strategy. What Hypothesis shrinks a failure to is shrunk again request by request
 (:func:`.shrink.smallest_failing`): a request Hypothesis cannot drop without redrawing the
 others stays in its minimum.
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, replace
 
-from hypothesis import example, given, reproduce_failure
+from hypothesis import example, given, reproduce_failure, settings
 from hypothesis import strategies as st
 from hypothesis.errors import DidNotReproduce, FlakyFailure, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
@@ -51,7 +54,7 @@ from kvsched.checks.search.harness import first_of, profile_name, search_setting
 from kvsched.checks.search.profiles import use_kvsched_cache
 from kvsched.checks.search.shrink import smallest_failing
 from kvsched.checks.search.stateful import InvariantViolated, StatefulFailure, state_machine
-from kvsched.checks.search.strategies import search_workloads
+from kvsched.checks.search.strategies import FAR_SHARE, far_workloads, search_workloads
 from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
@@ -164,8 +167,6 @@ def search(
     failed = False
     corners = targeted(properties)
 
-    @config
-    @given(strategy if strategy is not None else search_workloads(profile_name(profile)))
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed, coverage
         runs.spend(until, failed or examples < minimum)
@@ -188,41 +189,64 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
-    if reproduce is not None:
-        judge = reproduce_failure(*parse_reproduce(reproduce))(judge)
-    for shape in reversed(shapes):  # decorators apply bottom-up: run in order
-        judge = example(shape)(judge)
-    try:
-        profiles.seeded(judge, seed)()
-    except runs.BudgetSpent:
-        return SearchResult(
-            policy, profile, examples, None, excused, budget_spent=True, coverage=coverage
+    judged = False  # a reproduce line made a workload of some share's strategy
+    for drawn, count in _shares(strategy, profile, config.max_examples):
+        test = settings(config, max_examples=count)(given(drawn)(judge))
+        if reproduce is not None:
+            test = reproduce_failure(*parse_reproduce(reproduce))(test)
+        for shape in reversed(shapes):  # decorators apply bottom-up: run in order
+            test = example(shape)(test)
+        shapes = ()  # run first, once
+        before = examples
+        try:
+            profiles.seeded(test, seed)()
+        except runs.BudgetSpent:
+            return SearchResult(
+                policy, profile, examples, None, excused, budget_spent=True, coverage=coverage
+            )
+        except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
+            violation = first_of(failure, _Violation)
+            if violation is None:
+                raise
+            # An explicit example's failure is not replayed by Hypothesis: the shrink replays it.
+            found = smallest_failing(
+                violation.workload, violation.finding.invariant, factory, policy, properties
+            )
+            steady = found is not None and not isinstance(failure, FlakyFailure)
+            if found is not None:
+                violation = _Violation(*found, violation)
+            counterexample = _counterexample(violation, policy, examples, deterministic=steady)
+            return SearchResult(
+                policy, profile, examples, counterexample, excused, coverage=coverage
+            )
+        except DidNotReproduce:
+            # Judged and passed: the target was fixed, or the line was recorded on the other
+            # share's strategy and its choices made some other workload of this one; that share
+            # replays it next. Never judged: its choices make no workload of this strategy.
+            judged = judged or examples > before
+        except InvalidArgument as error:
+            if reproduce is None:
+                raise
+            raise ValueError(f"cannot replay {reproduce!r}: {error}") from None
+    if reproduce is not None and not judged:
+        raise ValueError(
+            f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
         )
-    except (_Violation, FlakyFailure, BaseExceptionGroup) as failure:
-        violation = first_of(failure, _Violation)
-        if violation is None:
-            raise
-        # An explicit example's failure is not replayed by Hypothesis: the shrink replays it.
-        found = smallest_failing(
-            violation.workload, violation.finding.invariant, factory, policy, properties
-        )
-        steady = found is not None and not isinstance(failure, FlakyFailure)
-        if found is not None:
-            violation = _Violation(*found, violation)
-        counterexample = _counterexample(violation, policy, examples, deterministic=steady)
-        return SearchResult(policy, profile, examples, counterexample, excused, coverage=coverage)
-    except DidNotReproduce:
-        # Judged and passed: the target was fixed. Never judged: the line was recorded against
-        # another strategy, and its choices do not make a workload of this one.
-        if examples == 0:
-            raise ValueError(
-                f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
-            ) from None
-    except InvalidArgument as error:
-        if reproduce is None:
-            raise
-        raise ValueError(f"cannot replay {reproduce!r}: {error}") from None
     return SearchResult(policy, profile, examples, None, excused, coverage=coverage)
+
+
+def _shares(
+    strategy: st.SearchStrategy[Workload] | None, profile: str, examples: int
+) -> list[tuple[st.SearchStrategy[Workload], int]]:
+    """The strategies a search draws from, each with its examples: a caller's own, or the
+    profile's search workloads and, for one example in :data:`.strategies.FAR_SHARE`, its far
+    workloads, drawn on their own so that the far end of the axes gets that share for certain."""
+    if strategy is not None:
+        return [(strategy, examples)]
+    name = profile_name(profile)
+    far = examples // FAR_SHARE
+    shares = [(search_workloads(name), examples - far), (far_workloads(name), far)]
+    return [(drawn, count) for drawn, count in shares if count]
 
 
 def find_counterexample(

@@ -31,6 +31,7 @@ from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.checks.search.profiles import profile_settings
 from kvsched.checks.search.strategies import (
+    AXES,
     MAX_PAGE_SIZE,
     REQUEST_IDS,
     arrival_gaps,
@@ -117,7 +118,7 @@ class SchedulerMachine(RuleBasedStateMachine):
     @rule(
         delay=arrival_gaps(max_gap=6),
         copies=st.integers(1, 3),
-        pages=st.integers(0, 2),
+        pages=st.integers(0, AXES["prompt_tokens"].small - 1),  # the remainder may fill one more
         remainder=st.one_of(st.just(0), st.integers(0, MAX_PAGE_SIZE - 1)),
         output=output_tokens(),
     )
