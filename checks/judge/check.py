@@ -48,6 +48,7 @@ from kvsched.checks.targets.load import (
     Target,
     TargetError,
 )
+from kvsched.checks.verdict.declarations import Grading
 from kvsched.checks.verdict.report import (
     AllocatorVerdict,
     Evidence,
@@ -65,7 +66,7 @@ from kvsched.reference.families import (
     long_run,
     long_run_source,
 )
-from kvsched.spec.properties import TargetProperties
+from kvsched.spec.properties import DECLARATIONS, TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.text import plural
@@ -77,6 +78,22 @@ UNJUDGED = {
     "schedule_iteration": "every invariant of its runs (sections 3 and 8)",
 }
 """What a learner's missing function leaves unjudged."""
+
+
+def graded(options: CheckOptions, host: Confinement | None, log: bool) -> Grading | None:
+    """What a graded report states (``kvsched check --grade``): the declarations the grader
+    allowed, in the catalogue's order, and the limits the target ran under; ``None`` when the
+    check is not graded."""
+    if options.allowed is None:
+        return None
+    allowed = tuple(name for name in DECLARATIONS if name in options.allowed)
+    if log:
+        limits = "An event log runs no code of the target's."
+    elif host is not None:
+        limits = host.describe()
+    else:
+        limits = "The target ran in kvsched's own process, unconfined."
+    return Grading(allowed, limits)
 
 
 def check_target(
@@ -99,7 +116,8 @@ def check_target(
         verdict = check_event_log(
             target.spec, target.path, options.policy, options.all_findings, options.allowed
         )
-        return Report(target.spec, (verdict,), seconds=time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return Report(target.spec, (verdict,), seconds=seconds, grade=graded(options, None, True))
     options = timed(options, started)
     if deadline is None:
         deadline = Deadline(options.timeout)
@@ -119,7 +137,14 @@ def check_target(
         )  # fmt: skip
         seconds = time.monotonic() - started
         notes, sandbox = (replay_note(options), *hosted_notes(host)), hosted_in(host)
-        return Report(target.spec, (verdict,), seconds=seconds, notes=notes, sandbox=sandbox)
+        return Report(
+            target.spec,
+            (verdict,),
+            seconds=seconds,
+            notes=notes,
+            sandbox=sandbox,
+            grade=graded(options, host, False),
+        )
     if isinstance(target, LearnerTarget):
         solution = target.solution
         allocator = None
@@ -154,6 +179,7 @@ def check_target(
             time.monotonic() - started,
             notes=(replay_note(options), *hosted_notes(host)),
             sandbox=hosted_in(host),
+            grade=graded(options, host, False),
             inconclusive=tuple(
                 f"{target.spec} defines no {name}, and the exercise is both functions "
                 f"(spec/learner.md): {UNJUDGED[name]} went unjudged"

@@ -10,7 +10,6 @@ violation, 2 when the target cannot be loaded or the arguments or the workload a
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +134,6 @@ def main(args: argparse.Namespace) -> int:
     from kvsched.checks.judge.hosted import judge
     from kvsched.checks.judge.options import CheckOptions
     from kvsched.checks.search.runs import cache_folder
-    from kvsched.checks.verdict.declarations import Grading
     from kvsched.checks.verdict.files import save_failing_workloads, write_file
     from kvsched.checks.verdict.machine import render_json, render_junit_xml
     from kvsched.checks.verdict.render import render_table
@@ -190,10 +188,6 @@ def main(args: argparse.Namespace) -> int:
             report = judge(door, options)
     except (TargetError, EventLogError) as error:  # cannot be loaded, or a malformed log
         raise UsageError(str(error)) from None
-    if args.grade:
-        allowed = tuple(name for name in DECLARATIONS if name in args.allow)
-        limits = "An event log runs no code of the target's." if is_log else confinement.describe()
-        report = replace(report, grade=Grading(allowed, limits))
     save_dir = args.save_dir or cache_folder() / "counterexamples"
     with writing(f"--save-dir {save_dir}"):
         report = save_failing_workloads(report, save_dir)
