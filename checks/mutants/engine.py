@@ -17,7 +17,7 @@ from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Step
-from kvsched.reference.engine_scheduler.sequence import Seq
+from kvsched.reference.engine_scheduler.sequence import Seq, Status
 from kvsched.reference.pool import PoolError
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
@@ -121,6 +121,31 @@ class ReservesPrompt(V1):
     def _cache_ahead(self, seq: Seq) -> None:
         return None
 
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        """The reference's running loop, for tables that may already cover the chunk: it
+        allocates only what a chunk needs beyond them (never a negative count, which no pool
+        can satisfy and which would preempt the request itself in a loop)."""
+        size = self.limits.page_size
+        for seq in list(seqs):
+            if seq.status is not Status.RUNNING or step.budget <= 0:
+                continue
+            count = min(seq.tokens - seq.computed, step.budget)
+            if count <= 0:
+                continue
+            needed = pages_for(seq.computed + count, size) - len(seq.table)
+            if needed > 0:
+                while not self.blocks.can_allocate(needed):
+                    victim = self._victim()
+                    self._preempt(step, victim)
+                    if victim is seq:
+                        break
+                if seq.status is not Status.RUNNING:
+                    continue
+                seq.table += self.blocks.allocate(needed)
+                step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
+            step.computed[seq.id] = count
+            step.budget -= count
+
 
 class CachesReservedPages(ReservesPrompt):
     """Caches the prompt's pages when it reserves them, not when they are computed: preempted
@@ -199,10 +224,10 @@ REUSED = Workload(  # a's cached prefix pages are reused by d before e looks for
 TWO_PROMPTS = Workload(
     "two-prompts", Limits(2, 4, 8), (Request("a", 0, 6, 2), Request("b", 0, 6, 2))
 )
-RESERVED = Workload(  # a reserves its prompt's pages; r's decode preempts it after one page
+RESERVED = Workload(  # a reserves its prompt, computes one token, r's decode preempts it
     "reserved-prefix",
-    Limits(batch_limit=2, page_size=4, pool_pages=6),
-    (Request("r", 0, 7, 8), Request("a", 0, 12, 1, "sys", 8)),
+    Limits(batch_limit=2, page_size=3, pool_pages=5),
+    (Request("r", 0, 3, 6), Request("a", 0, 7, 1, "sys", 6), Request("b", 4, 7, 1, "sys", 6)),
 )
 LONG_ALONE = Workload("long-alone", Limits(1, 4, 5), (Request("a", 0, 12, 3),))
 ONE = Workload("one", Limits(1, 4, 4), (Request("a", 0, 4, 2),))

@@ -92,7 +92,7 @@ def test_the_mutant_is_page_6_on_both_paths_and_its_reserving_twin_is_clean(
     # Caught by the content computed: the allocation named the page right (a's own group page).
     log = engine_log(CachesReservedPages, RESERVED)(tmp_path)
     fast = check_stream(log, all_findings=True).finding
-    assert fast is not None and (fast.invariant, fast.iteration, fast.pages) == ("PAGE-6", 10, (3,))
+    assert fast is not None and (fast.invariant, fast.iteration, fast.pages) == ("PAGE-6", 7, (2,))
     props = CachesReservedPages.properties
     full = monitor_run(run(RESERVED, CachesReservedPages, props.policy, properties=props), props)
     assert full is not None and (full.invariant, full.iteration, full.message) == (
