@@ -38,6 +38,19 @@ def every_table_is_reported(monitor: Monitor, event: IterationEvent) -> Finding 
     return None
 
 
+@per_iteration("bound", "PAGE-6", steady=Steady())
+def preempted_pages_keep_what_was_computed(
+    monitor: Monitor, event: IterationEvent
+) -> Finding | None:
+    """A preempted request's pages hold what its KV reached before the iteration, frozen
+    before the schedule's preemption forgets that KV; a later hit may take only that (PAGE-6).
+    Never a finding of its own. A steady line preempts nobody."""
+    if event.preempted and monitor.prefix.enabled:
+        for rid in event.preempted:
+            monitor.prefix.release(rid)
+    return None
+
+
 def _hits_read_their_prefix(
     monitor: Monitor,
     n: int,
@@ -46,8 +59,11 @@ def _hits_read_their_prefix(
     shared: Tables,
     cached: Mapping[str, int],
 ) -> Finding | None:
-    # Every allocation names what its fresh pages now hold, or takes pages holding its prefix.
-    return monitor.prefix.check(n, allocated, tables, shared, cached)
+    # Every allocation names what its fresh pages are to hold, or takes pages holding its prefix
+    # as far as their writers computed it. A record the fast path counts lazily shows less KV
+    # than was computed, never more: a clean line may be declined, a bad one never taken in.
+    live = monitor.requests.live
+    return monitor.prefix.check(n, allocated, tables, shared, cached, live)
 
 
 @per_iteration("pages", "PAGE-6", steady=Steady(allocations=_hits_read_their_prefix))

@@ -17,10 +17,10 @@ from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Step
-from kvsched.reference.engine_scheduler.sequence import Seq
+from kvsched.reference.engine_scheduler.sequence import Seq, Status
 from kvsched.reference.pool import PoolError
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.workload import Limits, Request, Workload
+from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
 
 class V1(EngineScheduler):
@@ -96,6 +96,69 @@ class WritesPastTable(V1):
             step.budget -= count
 
 
+RESERVING = EngineConfig(token_budget=4, name="vllm-v1-reserving")
+
+
+class ReservesPrompt(V1):
+    """Correct: reserves its whole prompt's pages when admitted (declared ``reserve_ahead``)
+    and caches a page only once its KV is computed, as vLLM does. The twin of
+    :class:`CachesReservedPages`, checked clean by the tests."""
+
+    config = RESERVING
+    properties = replace(RESERVING.properties(), reserve_ahead=True)
+
+    def _admit(self, step: Step) -> None:
+        admitted = len(step.admitted)
+        super()._admit(step)
+        size = self.limits.page_size
+        for rid in step.admitted[admitted:]:
+            seq = self.seqs[rid]
+            ahead = pages_for(seq.tokens, size) - len(seq.table)
+            if ahead > 0 and self.blocks.can_allocate(ahead):
+                seq.table += self.blocks.allocate(ahead)
+                self._cache_ahead(seq)
+
+    def _cache_ahead(self, seq: Seq) -> None:
+        return None
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        """The reference's running loop, for tables that may already cover the chunk: it
+        allocates only what a chunk needs beyond them (never a negative count, which no pool
+        can satisfy and which would preempt the request itself in a loop)."""
+        size = self.limits.page_size
+        for seq in list(seqs):
+            if seq.status is not Status.RUNNING or step.budget <= 0:
+                continue
+            count = min(seq.tokens - seq.computed, step.budget)
+            if count <= 0:
+                continue
+            needed = pages_for(seq.computed + count, size) - len(seq.table)
+            if needed > 0:
+                while not self.blocks.can_allocate(needed):
+                    victim = self._victim()
+                    self._preempt(step, victim)
+                    if victim is seq:
+                        break
+                if seq.status is not Status.RUNNING:
+                    continue
+                seq.table += self.blocks.allocate(needed)
+                step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
+            step.computed[seq.id] = count
+            step.budget -= count
+
+
+class CachesReservedPages(ReservesPrompt):
+    """Caches the prompt's pages when it reserves them, not when they are computed: preempted
+    before its prompt is computed, a request finds its own empty pages as a prefix hit."""
+
+    def _cache_ahead(self, seq: Seq) -> None:
+        full = seq.tokens // self.limits.page_size
+        hashes = self._chain(seq, full)
+        for i in range(seq.registered, full):  # the bug: registered before any KV is in them
+            self.blocks.register(seq.table[i], hashes[i])
+        seq.registered = full
+
+
 SMALL = EngineConfig(token_budget=4, prefix_caching=False, name="vllm-v1-small")
 
 
@@ -161,6 +224,11 @@ REUSED = Workload(  # a's cached prefix pages are reused by d before e looks for
 TWO_PROMPTS = Workload(
     "two-prompts", Limits(2, 4, 8), (Request("a", 0, 6, 2), Request("b", 0, 6, 2))
 )
+RESERVED = Workload(  # a reserves its prompt, computes one token, r's decode preempts it
+    "reserved-prefix",
+    Limits(batch_limit=2, page_size=3, pool_pages=5),
+    (Request("r", 0, 3, 6), Request("a", 0, 7, 1, "sys", 6), Request("b", 4, 7, 1, "sys", 6)),
+)
 LONG_ALONE = Workload("long-alone", Limits(1, 4, 5), (Request("a", 0, 12, 3),))
 ONE = Workload("one", Limits(1, 4, 4), (Request("a", 0, 4, 2),))
 
@@ -195,6 +263,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "PAGE-3", write=engine_log(FreesSharedPage, SHARED)),
     Mutant("engine: hit on an evicted page", "a reused page keeps its old prefix hash",
            "PAGE-6", write=engine_log(HitsEvictedPage, REUSED)),
+    Mutant("engine: hit on a reserved page", "pages cached when reserved, not when computed",
+           "PAGE-6", write=engine_log(CachesReservedPages, RESERVED)),
     Mutant("engine: preempted keeps a page", "preemption keeps the last page", "PAGE-4",
            write=engine_log(PreemptedKeepsPage, SHARED)),
     Mutant("engine: token from nothing", "a full prefix hit computes nothing yet samples",
