@@ -13,7 +13,8 @@ tests/cover/test_steady.py and tests/cover/test_planted_logs.py compare the two 
 
 Laziness: a request that decodes in every line taken in is counted lazily (:mod:`.steady_lazy`):
 its steps reach the ledgers only when a line is declined (one that finishes first is forgotten
-uncounted). A line on which a request falls due (its next page boundary, or its last token)
+uncounted), and one that only decodes in a declined line the full path finds clean stays lazy
+after it. A line on which a request falls due (its next page boundary, or its last token)
 must name it, and is checked with its counts as of that line. Who holds which page reaches the
 page ledger only when a line is declined, too (:mod:`.steady_pages`).
 """
@@ -82,6 +83,8 @@ class SteadyDecode:
         self.batch: tuple[str, ...] | None = None
         """The lowering's batch as a tuple, while no line has changed it since it was made."""
         self.begun = 0
+        self.kept: dict[str, int] = {}
+        """The lazy requests' dues as the latest declined line found them (:meth:`observe`)."""
 
     def take(self, line: IterationLine, waiting: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """The requests ``line`` (its queue ``waiting``, ``None`` if it names a request the
@@ -89,6 +92,7 @@ class SteadyDecode:
         every count then brought up to date for its lowering."""
         finished = None if waiting is None else self._take(line, waiting)
         if finished is None:
+            self.kept = self.counts.keep()
             self.flush()
         return finished
 
@@ -285,9 +289,12 @@ class SteadyDecode:
     def observe(self, event: IterationEvent) -> Finding | None:
         """The full path for a line :meth:`take` declined (or was not offered)."""
         self.flush()
+        kept, self.kept = self.kept, {}
         if self.begun == event.iteration:
             found = self.monitor.judge(event)
         else:
             found = self.monitor.observe(event)
         self.meter.observe(event)  # the figures of the counts the monitor has just moved
+        if found is None and kept:  # the lazy set need not start over after a clean line
+            self.counts.resume(kept, event, self.clock)
         return found

@@ -10,6 +10,7 @@ When a request must next be named is known in advance, from the checks' request 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Container, Mapping
 
 from kvsched.checks.eventlog.steady_ops import LineOps
@@ -20,6 +21,7 @@ from kvsched.checks.monitor.registry import (
 )
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.checks.monitor.steady_request import SteadyRequest
+from kvsched.spec.events import IterationEvent
 
 
 class LazyCounts:
@@ -131,6 +133,39 @@ class LazyCounts:
         """``rid`` finished: its record is forgotten, so its lazy steps are not brought in."""
         self.lazy.pop(rid, None)
         self.due.pop(rid, None)
+
+    def keep(self) -> dict[str, int]:
+        """When each lazy request falls due, before a declined line empties the lazy set: those
+        that only decode in it may stay lazy after it (:meth:`resume`)."""
+        due = self.due
+        return {rid: due[rid] for rid in self.lazy if rid in due}
+
+    def resume(self, kept: dict[str, int], event: IterationEvent, clock: int) -> None:
+        """The requests of ``kept`` that ``event``, a line the full path judged clean, only
+        decoded, one token each and with no page gained, given back or taken from the cache,
+        are lazy again, their counts current as of ``clock``. That line took one step of each
+        as a steady line would, so each falls due one line sooner than it was to; one due by
+        the next line is left to join again, and be named."""
+        if not kept or event.computed is None:
+            return
+        computed, records = event.computed, self.records
+        touched = {op.request for op in event.schedule}
+        touched.update(event.freed, event.finished, event.cached)
+        decoded = Counter(event.decoded)
+        lazy, due, dues = self.lazy, self.due, self.dues
+        for rid, when in kept.items():
+            sooner = when - 1
+            if sooner <= clock + 1 or rid in touched or rid not in records.live:
+                continue
+            if decoded[rid] != 1 or computed.get(rid) != 1 or not records.is_steady(rid):
+                continue
+            lazy[rid] = clock
+            due[rid] = sooner
+            falling = dues.get(sooner)
+            if falling is None:
+                dues[sooner] = [rid]
+            else:
+                falling.append(rid)
 
     def bring_all(self, clock: int) -> None:
         """Every count up to date as of ``clock``, and no request lazy any longer."""

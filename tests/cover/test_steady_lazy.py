@@ -93,3 +93,60 @@ def test_a_finish_freeing_a_page_it_does_not_hold_is_found(tmp_path: Path) -> No
         op = next(x for x in broken[i]["ops"] if x == then)
         op[2][0] = first[2][0] if first[2][0] not in then[2] else first[2][-1]
         broken_alike(tmp_path, f"free-{case}.jsonl", broken)
+
+
+def test_a_request_lazy_across_a_declined_line_falls_due_one_line_sooner(tmp_path: Path) -> None:
+    """A clean line the fast path declines (here: one that repeats its tables as a snapshot)
+    took one decode step of each lazy request, which stays lazy after it. Leaving out such a
+    request's page at its next boundary must be found in that line, not one line later (a due
+    kept as it was would let the boundary line pass)."""
+    rows = busy_rows(tmp_path)
+    lines = [row for row in rows if row.get("type") == "iteration"]
+    tables: dict[str, tuple[int, ...]] = {}
+    after: list[dict[str, tuple[int, ...]]] = []  # the live tables after each line
+    for line in lines:
+        for op in line["ops"]:
+            if op[0] == "alloc":
+                tables[op[1]] = tables.get(op[1], ()) + tuple(op[2])
+            elif op[0] == "free":
+                kept = tuple(p for p in tables.get(op[1], ()) if p not in op[2])
+                tables.pop(op[1], None)
+                if kept:
+                    tables[op[1]] = kept
+        after.append(dict(tables))
+
+    def named(line: dict[str, Any]) -> set[str]:
+        return {op[1] for op in line["ops"] if op[0] != "decode"}
+
+    def decodes(line: dict[str, Any]) -> set[str]:
+        return {rid for op in line["ops"] if op[0] == "decode" for rid in op[1]}
+
+    cases = 0
+    for at in range(4, len(lines) - 8):
+        if cases == 5:
+            break
+        snapshot = lines[at]
+        if named(snapshot) or any(named(lines[k]) for k in range(at - 3, at)):
+            continue  # a line that only decodes, after lines that only decode
+        lazy = set.intersection(*(decodes(lines[k]) for k in range(at - 3, at + 1)))
+        for rid in sorted(lazy):
+            boundary = next((k for k in range(at + 1, len(lines)) if rid in named(lines[k])), None)
+            if boundary is None or boundary < at + 3:
+                continue
+            alloc = [op for op in lines[boundary]["ops"] if op[0] == "alloc" and op[1] == rid]
+            if len(alloc) != 1 or len(alloc[0][2]) != 1:
+                continue
+            broken = json.loads(json.dumps(rows))
+            line = [row for row in broken if row.get("type") == "iteration"]
+            line[at]["tables"] = {r: list(t) for r, t in after[at].items()}
+            line[boundary]["ops"].remove(alloc[0])
+            line[boundary]["free_pages"] += 1
+            path = tmp_path / f"declined-{cases}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            full = check_stream(path, fast=False)
+            assert full.finding is not None
+            assert full.finding.iteration == line[boundary]["iteration"], full.finding
+            assert_same(path)
+            cases += 1
+            break
+    assert cases == 5
