@@ -11,10 +11,11 @@ cannot read, which the engine reports as PROTO-1.
 
 from __future__ import annotations
 
+import itertools
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kvsched.checks.targets.learner_state import LearnerStateError, copy_state, readable_state
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
@@ -74,6 +75,23 @@ def initial_state(limits: Limits) -> dict[str, Any]:
     }
 
 
+@runtime_checkable
+class Stepping(Protocol):
+    """A ``schedule_iteration`` in another process that takes a run's state as a delta
+    (remote.py, ``RemoteTarget.step``): kvsched's state lists every request that ever
+    finished, and sending it whole each iteration made a run cost the square of its length."""
+
+    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+        """``(kept, state)``: the returned state, less the first ``kept`` finished requests of
+        ``given``, which it returned unchanged."""
+
+    def holds(self, key: int, finished: list[Any]) -> None:
+        """The last step's answer was taken: its finished requests are ``finished``."""
+
+
+_RUNS = itertools.count(1)
+
+
 class LearnerRaised(Exception):
     """The learner's ``schedule_iteration`` raised; the verdict names it, not ``schedule()``."""
 
@@ -100,6 +118,8 @@ class LearnerScheduler:
         self._state = initial_state(limits)
         self._pending: tuple[dict[str, Any], StepOutcome] | None = None
         self._outputs: dict[str, int] = {}  # kvsched's own: the learner may change its copy's
+        self._stepping = schedule_iteration if isinstance(schedule_iteration, Stepping) else None
+        self._run = next(_RUNS)
 
     def add_request(self, request: Request) -> None:
         self._outputs[request.id] = request.output_tokens
@@ -123,12 +143,21 @@ class LearnerScheduler:
             "page_size": self._limits.page_size,
             "pool_pages": self._limits.pool_pages,
         }
+        kept = 0
         try:
-            returned = self._schedule_iteration(given, limits, self.policy)
+            if self._stepping is not None:
+                kept, returned = self._stepping.step(self._run, given, limits, self.policy)
+            else:
+                returned = self._schedule_iteration(given, limits, self.policy)
         except Exception as error:
             cause = likely_cause(given, self._limits.page_size, self._limits.pool_pages)
             raise LearnerRaised(cause) from error
         after = self._copy(readable_state(returned, self._plain))  # the learner may keep it
+        if self._stepping is not None:
+            # The first ``kept`` finished requests came back unchanged, as the host found them:
+            # they are the ones kvsched holds, already read.
+            after["finished"] = before["finished"][:kept] + after["finished"]
+            self._stepping.holds(self._run, after["finished"])
         after["iteration"] = given["iteration"]
         batch, outcome = _decision(before, after, self._outputs)
         self._pending = (after, outcome)
