@@ -120,6 +120,11 @@ class LearnerScheduler:
         self._outputs: dict[str, int] = {}  # kvsched's own: the learner may change its copy's
         self._stepping = schedule_iteration if isinstance(schedule_iteration, Stepping) else None
         self._run = next(_RUNS)
+        # Each finished request's ``generated`` by id, for the finished list it was read from:
+        # kept from iteration to iteration, as reading every finished request each iteration
+        # made a run cost the square of its length.
+        self._index: tuple[list[Any] | None, dict[str, Any]] = (None, {})
+        self._next_index = self._index
 
     def add_request(self, request: Request) -> None:
         self._outputs[request.id] = request.output_tokens
@@ -153,14 +158,21 @@ class LearnerScheduler:
             cause = likely_cause(given, self._limits.page_size, self._limits.pool_pages)
             raise LearnerRaised(cause) from error
         after = self._copy(readable_state(returned, self._plain))  # the learner may keep it
+        finished = before["finished"]
         if self._stepping is not None:
             # The first ``kept`` finished requests came back unchanged, as the host found them:
             # they are the ones kvsched holds, already read.
-            after["finished"] = before["finished"][:kept] + after["finished"]
+            after["finished"] = finished[:kept] + after["finished"]
             self._stepping.holds(self._run, after["finished"])
         after["iteration"] = given["iteration"]
-        batch, outcome = _decision(before, after, self._outputs)
+        index = self._index[1] if self._index[0] is finished else _generated(finished)
+        batch, outcome = _decision(before, after, self._outputs, kept, index)
         self._pending = (after, outcome)
+        if kept == len(finished):  # after's index is before's and the newly finished requests
+            index = {**index, **_generated(after["finished"][kept:])}
+            self._next_index = (after["finished"], index)
+        else:
+            self._next_index = (None, {})
         return batch
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
@@ -170,15 +182,26 @@ class LearnerScheduler:
             raise LearnerStateError("update_from_output() called before schedule()")
         self._state, outcome = self._pending
         self._pending = None
+        self._index = self._next_index
         return outcome
 
 
+def _generated(records: list[Any]) -> dict[str, Any]:
+    return {r["id"]: r["generated"] for r in records}
+
+
 def _decision(
-    before: dict[str, Any], after: dict[str, Any], outputs: dict[str, int]
+    before: dict[str, Any],
+    after: dict[str, Any],
+    outputs: dict[str, int],
+    kept: int = 0,
+    finished_generated: dict[str, Any] | None = None,
 ) -> tuple[ScheduledBatch, StepOutcome]:
-    """What the learner decided in one iteration, read off the two states."""
-    old_finished = after["finished"][: len(before["finished"])]
-    if [r["id"] for r in old_finished] != [r["id"] for r in before["finished"]]:
+    """What the learner decided in one iteration, read off the two states. The first ``kept``
+    finished requests of ``after`` are the very records of ``before``'s; ``finished_generated``
+    is :func:`_generated` of ``before``'s finished requests."""
+    old_finished = after["finished"][kept : len(before["finished"])]
+    if [r["id"] for r in old_finished] != [r["id"] for r in before["finished"][kept:]]:
         raise LearnerStateError(
             "state['finished'] lost or reordered requests that had finished earlier; append "
             "newly finished requests at its end and leave the rest as they were"
@@ -191,9 +214,13 @@ def _decision(
                 "request's pages as they were, since they tell which pages it gave back "
                 "(spec/learner.md, 2.2)"
             )
+    if finished_generated is None:
+        finished_generated = _generated(before["finished"])
+    # As one dict read over waiting, running and finished: a finished request's entry wins.
     generated_before = {
-        r["id"]: r["generated"] for key in ("waiting", "running", "finished") for r in before[key]
+        r["id"]: r["generated"] for key in ("waiting", "running") for r in before[key]
     }
+    generated_before.update(finished_generated)
 
     # The batch in admission order: earlier members first, as they stood before, then newcomers.
     now = {r["id"]: r for r in after["running"] + newly_finished}
