@@ -118,7 +118,10 @@ class LearnerScheduler:
         self._state = initial_state(limits)
         self._pending: tuple[dict[str, Any], StepOutcome] | None = None
         self._outputs: dict[str, int] = {}  # kvsched's own: the learner may change its copy's
-        self._stepping = schedule_iteration if isinstance(schedule_iteration, Stepping) else None
+        # Only kvsched's own proxy of a hosted function steps: never a learner's object here.
+        self._stepping: Stepping | None = None
+        if isolated and isinstance(schedule_iteration, Stepping):
+            self._stepping = schedule_iteration
         self._run = next(_RUNS)
         # Each finished request's ``generated`` by id, for the finished list it was read from:
         # kept from iteration to iteration, as reading every finished request each iteration
