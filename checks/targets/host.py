@@ -27,6 +27,7 @@ from kvsched.spec.properties import properties_to_json
 from kvsched.spec.workload import Limits
 
 _PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_PLAIN = msgspec.msgpack.Decoder(list[Any], ext_hook=wire.big_int)
 
 
 def main(argv: list[str]) -> None:
@@ -66,6 +67,11 @@ class _Served:
         self.target: SchedulerTarget | LearnerTarget | None = None
         self.schedulers: dict[int, Any] = {}
         self.methods = wire.protocol_methods()
+        # What a learner's last step answered in ``finished`` (:meth:`_step`), for the run kvsched
+        # numbered ``held_key``: how many requests, and their items as sent.
+        self.held_key = 0
+        self.held_count = 0
+        self.held_items = b""
 
     def answer(self, payload: bytes) -> bytes:
         parts = _PARTS.decode(payload)
@@ -89,6 +95,8 @@ class _Served:
                 return _reply(bound, method.answer)
             argument = msgspec.msgpack.decode(parts[3], type=method.argument)
             return _reply(lambda: bound(argument), method.answer)
+        if op == "step":
+            return self._step(parts)
         assert op == "fn" and isinstance(self.target, LearnerTarget)
         name = msgspec.msgpack.decode(parts[1], type=str)
         function = getattr(self.target.solution, name)
@@ -96,6 +104,56 @@ class _Served:
             return wire.encode(["refused", f"{name} is not a function of the imported module"])
         arguments = msgspec.msgpack.decode(parts[2], type=list[Any], ext_hook=wire.big_int)
         return _reply(lambda: function(*arguments), Any, lambda: _learner_cause(name, arguments))
+
+    def _step(self, parts: list[msgspec.Raw]) -> bytes:
+        """One ``schedule_iteration`` of a run, its state's finished requests sent as a delta.
+
+        ``finished`` only grows, and sending it whole each way every iteration made a learner's
+        check cost the square of its run. kvsched sends the requests past the first ``kept``,
+        which this process holds from its last answer for the same run; the learner gets them
+        all, as fresh copies. The answer is ``[kept, state]``: the returned ``finished`` less its
+        first ``kept`` requests, sent only if they encode to the very bytes of the ones held
+        (else ``kept`` is 0 and all are sent), so kvsched reads every byte it did not already
+        hold, and judges it as if the whole state had crossed.
+        """
+        assert isinstance(self.target, LearnerTarget)
+        function = self.target.solution.schedule_iteration
+        if function is None:  # kvsched read it in the source: the module did not define it
+            return wire.encode(["refused", "schedule_iteration is not a function of the module"])
+        key = msgspec.msgpack.decode(parts[1], type=int)
+        kept = msgspec.msgpack.decode(parts[2], type=int)
+        arguments = _PLAIN.decode(parts[3])
+        if key != self.held_key:
+            self.held_key, self.held_count, self.held_items = key, 0, b""
+        held, held_items = self.held_count, self.held_items
+        self.held_count, self.held_items = 0, b""  # until this step's answer is sent
+        given = arguments[0] if arguments else None
+        if kept not in (0, held) or not isinstance(given, dict):
+            return wire.encode(["refused", f"a step keeping {kept} of {held} requests"])
+        if kept:
+            # Fresh objects each step, decoded in C from the bytes kvsched read them from.
+            given["finished"] = _PLAIN.decode(wire.array(kept, held_items)) + given["finished"]
+        pending: list[Any] = []
+
+        def delta(state: Any) -> list[Any]:
+            """``[kept, state]``, ``state``'s finished requests less those kvsched holds."""
+            if type(state) is not dict or type(state.get("finished")) is not list:
+                return [0, state]
+            finished = state["finished"]
+            returned = wire.items(wire.encode(finished)[4:])  # TypeError ...: not plain data
+            same = kept if kept and returned.startswith(held_items) else 0
+            pending.append((returned, len(finished)))
+            return [same, {**state, "finished": finished[same:]}]
+
+        frame = _reply(
+            lambda: function(*arguments),
+            Any,
+            lambda: _learner_cause("schedule_iteration", arguments),
+            delta,
+        )
+        if pending and wire.split_reply(frame[4:])[0] == "ok":
+            self.held_items, self.held_count = pending[0]
+        return frame
 
     def _load(self, spec: str) -> bytes:
         try:
@@ -119,11 +177,17 @@ class _Served:
         return wire.encode(["ok", description])
 
 
-def _reply(call: Callable[[], Any], answer: Any, cause: Callable[[], str] = str) -> bytes:
+def _reply(
+    call: Callable[[], Any],
+    answer: Any,
+    cause: Callable[[], str] = str,
+    sent: Callable[[Any], Any] = lambda value: value,
+) -> bytes:
     """The frame answering one call into the target: its value, its exception or its exit.
 
     An exception's text carries, on lines of their own, what ``cause`` finds that led to it and
-    the target's own frames (file, line, function), which only this process can see.
+    the target's own frames (file, line, function), which only this process can see. ``sent``
+    makes what is sent of the value.
     """
     try:
         value = call()
@@ -139,7 +203,7 @@ def _reply(call: Callable[[], Any], answer: Any, cause: Callable[[], str] = str)
     elif answer is not Any and isinstance(answer, type) and not isinstance(value, answer):
         return wire.encode(["unsendable", f"a {_name(value)}, not a {answer.__name__}"])
     try:
-        return wire.encode(["ok", value])
+        return wire.encode(["ok", sent(value)])
     except (TypeError, ValueError, OverflowError, RecursionError) as error:  # too deep: msgspec
         return wire.encode(
             ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]

@@ -11,10 +11,11 @@ cannot read, which the engine reports as PROTO-1.
 
 from __future__ import annotations
 
+import itertools
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from kvsched.checks.targets.learner_state import LearnerStateError, copy_state, readable_state
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
@@ -74,6 +75,23 @@ def initial_state(limits: Limits) -> dict[str, Any]:
     }
 
 
+@runtime_checkable
+class Stepping(Protocol):
+    """A ``schedule_iteration`` in another process that takes a run's state as a delta
+    (remote.py, ``RemoteTarget.step``): kvsched's state lists every request that ever
+    finished, and sending it whole each iteration made a run cost the square of its length."""
+
+    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+        """``(kept, state)``: the returned state, less the first ``kept`` finished requests of
+        ``given``, which it returned unchanged."""
+
+    def holds(self, key: int, finished: list[Any]) -> None:
+        """The last step's answer was taken: its finished requests are ``finished``."""
+
+
+_RUNS = itertools.count(1)
+
+
 class LearnerRaised(Exception):
     """The learner's ``schedule_iteration`` raised; the verdict names it, not ``schedule()``."""
 
@@ -100,6 +118,16 @@ class LearnerScheduler:
         self._state = initial_state(limits)
         self._pending: tuple[dict[str, Any], StepOutcome] | None = None
         self._outputs: dict[str, int] = {}  # kvsched's own: the learner may change its copy's
+        # Only kvsched's own proxy of a hosted function steps: never a learner's object here.
+        self._stepping: Stepping | None = None
+        if isolated and isinstance(schedule_iteration, Stepping):
+            self._stepping = schedule_iteration
+        self._run = next(_RUNS)
+        # Each finished request's ``generated`` by id, for the finished list it was read from:
+        # kept from iteration to iteration, as reading every finished request each iteration
+        # made a run cost the square of its length.
+        self._index: tuple[list[Any] | None, dict[str, Any]] = (None, {})
+        self._next_index = self._index
 
     def add_request(self, request: Request) -> None:
         self._outputs[request.id] = request.output_tokens
@@ -123,15 +151,31 @@ class LearnerScheduler:
             "page_size": self._limits.page_size,
             "pool_pages": self._limits.pool_pages,
         }
+        kept = 0
         try:
-            returned = self._schedule_iteration(given, limits, self.policy)
+            if self._stepping is not None:
+                kept, returned = self._stepping.step(self._run, given, limits, self.policy)
+            else:
+                returned = self._schedule_iteration(given, limits, self.policy)
         except Exception as error:
             cause = likely_cause(given, self._limits.page_size, self._limits.pool_pages)
             raise LearnerRaised(cause) from error
         after = self._copy(readable_state(returned, self._plain))  # the learner may keep it
+        finished = before["finished"]
+        if self._stepping is not None:
+            # The first ``kept`` finished requests came back unchanged, as the host found them:
+            # they are the ones kvsched holds, already read.
+            after["finished"] = finished[:kept] + after["finished"]
+            self._stepping.holds(self._run, after["finished"])
         after["iteration"] = given["iteration"]
-        batch, outcome = _decision(before, after, self._outputs)
+        index = self._index[1] if self._index[0] is finished else _generated(finished)
+        batch, outcome = _decision(before, after, self._outputs, kept, index)
         self._pending = (after, outcome)
+        if kept == len(finished):  # after's index is before's and the newly finished requests
+            index = {**index, **_generated(after["finished"][kept:])}
+            self._next_index = (after["finished"], index)
+        else:
+            self._next_index = (None, {})
         return batch
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
@@ -141,15 +185,26 @@ class LearnerScheduler:
             raise LearnerStateError("update_from_output() called before schedule()")
         self._state, outcome = self._pending
         self._pending = None
+        self._index = self._next_index
         return outcome
 
 
+def _generated(records: list[Any]) -> dict[str, Any]:
+    return {r["id"]: r["generated"] for r in records}
+
+
 def _decision(
-    before: dict[str, Any], after: dict[str, Any], outputs: dict[str, int]
+    before: dict[str, Any],
+    after: dict[str, Any],
+    outputs: dict[str, int],
+    kept: int = 0,
+    finished_generated: dict[str, Any] | None = None,
 ) -> tuple[ScheduledBatch, StepOutcome]:
-    """What the learner decided in one iteration, read off the two states."""
-    old_finished = after["finished"][: len(before["finished"])]
-    if [r["id"] for r in old_finished] != [r["id"] for r in before["finished"]]:
+    """What the learner decided in one iteration, read off the two states. The first ``kept``
+    finished requests of ``after`` are the very records of ``before``'s; ``finished_generated``
+    is :func:`_generated` of ``before``'s finished requests."""
+    old_finished = after["finished"][kept : len(before["finished"])]
+    if [r["id"] for r in old_finished] != [r["id"] for r in before["finished"][kept:]]:
         raise LearnerStateError(
             "state['finished'] lost or reordered requests that had finished earlier; append "
             "newly finished requests at its end and leave the rest as they were"
@@ -162,9 +217,13 @@ def _decision(
                 "request's pages as they were, since they tell which pages it gave back "
                 "(spec/learner.md, 2.2)"
             )
+    if finished_generated is None:
+        finished_generated = _generated(before["finished"])
+    # As one dict read over waiting, running and finished: a finished request's entry wins.
     generated_before = {
-        r["id"]: r["generated"] for key in ("waiting", "running", "finished") for r in before[key]
+        r["id"]: r["generated"] for key in ("waiting", "running") for r in before[key]
     }
+    generated_before.update(finished_generated)
 
     # The batch in admission order: earlier members first, as they stood before, then newcomers.
     now = {r["id"]: r for r in after["running"] + newly_finished}

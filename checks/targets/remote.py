@@ -89,6 +89,10 @@ class RemoteTarget:
         self._raised = wire.decoder(wire.Raised)
         self._text = wire.decoder(str)
         self._any = wire.decoder(Any)
+        self._held: tuple[int, list[Any] | None, int] = (0, None, 0)
+        self._pending = (0, 0)
+        """The learner's run whose finished requests the host holds (:meth:`step`): its key,
+        the list kvsched holds them in once it took the answer, and their bytes."""
 
     def load(self) -> SchedulerTarget | LearnerTarget:
         """Import TARGET in a new host; TargetError if it cannot be loaded (exit 2)."""
@@ -160,6 +164,44 @@ class RemoteTarget:
 
         return self._answer(["fn", name, list(arguments)], self._any, f"{name}()", most)
 
+    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+        """``schedule_iteration(given, limits, policy)`` for the run numbered ``key``, sending
+        only the finished requests the host does not hold (host.py, ``_Served._step``).
+
+        Returns ``(kept, state)``: the host found the first ``kept`` of ``given``'s finished
+        requests unchanged, byte for byte, in what the learner returned, and ``state`` holds the
+        rest of it. The answer is held to the bound of the whole state's bytes.
+        """
+        finished: list[Any] = given["finished"]
+        held_key, held, held_bytes = self._held
+        kept = len(finished) if held_key == key and held is finished else 0
+        self._held, self._pending = (key, None, 0), (0, 0)
+        arguments = ({**given, "finished": finished[kept:]}, limits, policy)
+        unsent = held_bytes if kept else 0
+
+        def most(sent: int) -> tuple[int, str]:
+            return bounds.function_bytes(sent + unsent, arguments)
+
+        message = ["step", key, kept, list(arguments)]
+        same, state = self._answer(message, self._any, "schedule_iteration()", most, stepped=True)
+        if not 0 <= same <= kept:
+            self._garbled(f"answered a step keeping {kept} requests with {same}")
+        tail = state.get("finished") if isinstance(state, dict) else None
+        if isinstance(tail, list):
+            try:
+                tail_bytes = len(wire.encode(tail)) - 4
+            except (TypeError, ValueError, OverflowError):
+                tail_bytes = 0
+            self._pending = (key, (held_bytes if same else 0) + tail_bytes)
+        return same, state
+
+    def holds(self, key: int, finished: list[Any]) -> None:
+        """kvsched took the last step's answer of run ``key``: its finished requests, which the
+        host holds the equal of, are ``finished``."""
+        pending_key, size = self._pending
+        if pending_key == key:
+            self._held = (key, finished, size)
+
     def finish(self) -> None:
         """HostFailure if the host sent a frame after its last answer (:meth:`.HostProcess.
         unasked`), waiting a moment for one that a forger sent ahead of the host's own."""
@@ -176,10 +218,18 @@ class RemoteTarget:
         reader: Callable[[Any], Any] | None,
         call: str,
         most: Callable[[int], tuple[int, str]],
+        stepped: bool = False,
     ) -> Any:
         """The answer to ``message``, read by ``reader``; ``most`` gives, from the bytes sent,
-        the most bytes a value may answer with and why."""
+        the most bytes a value may answer with and why. ``stepped``: a learner's step, answered
+        ``[kept, value]``, which returns ``(kept, value)`` (:meth:`step`)."""
         status, raw, sent = self._exchange(message)
+        kept = 0
+        if stepped and status == "ok":
+            try:
+                kept, raw = wire.split_step(raw)
+            except wire.WireError as error:
+                self._garbled(f"sent {error}")
         try:
             if status == "ok":
                 bounds.check_size(raw, *most(sent))
@@ -193,9 +243,10 @@ class RemoteTarget:
                     self._garbled(f"answered {call} with {len(raw)} bytes, not nil")
                 return None
             try:
-                return reader(raw)
+                value = reader(raw)
             except wire.WireError as error:
                 raise AnswerError(f"{call} answered outside the protocol: {error}") from None
+            return (kept, value) if stepped else value
         if status == "raised":
             raised = self._decode(self._raised, raw, "an exception")
             failure = _exception(raised.type, raised.builtin)(wire.printable(raised.text))
@@ -277,6 +328,14 @@ class RemoteFunction:
 
     def __call__(self, *arguments: Any) -> Any:
         return self._target.function(self.__name__, arguments)
+
+    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+        """:meth:`RemoteTarget.step`."""
+        return self._target.step(key, given, limits, policy)
+
+    def holds(self, key: int, finished: list[Any]) -> None:
+        """:meth:`RemoteTarget.holds`."""
+        self._target.holds(key, finished)
 
 
 class HostDeadline(Deadline):

@@ -31,7 +31,7 @@ TEXT_LIMIT = words.TEXT_LIMIT
 """The longest exception text or message the host sends; longer text is cut there, and again
 by :func:`printable` here."""
 
-Op = Literal["load", "new", "call", "fn"]
+Op = Literal["load", "new", "call", "fn", "step"]
 OPS: tuple[Op, ...] = typing.get_args(Op)
 Status = Literal["ok", "raised", "exited", "unsendable", "refused"]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
@@ -121,6 +121,26 @@ def _widened(value: Any) -> Any:
     return value
 
 
+def items(payload: bytes) -> bytes:
+    """The items of a msgpack array, without the array's header: what two arrays of whose
+    first items are the same values begin with alike (each item's encoding ends itself)."""
+    marker = payload[0]
+    if marker >> 4 == 0x9:  # fixarray
+        return payload[1:]
+    if marker in (0xDC, 0xDD):  # array 16, array 32
+        return payload[3 if marker == 0xDC else 5 :]
+    raise WireError(f"not a msgpack array: {bytes(payload[:8])!r}")
+
+
+def array(count: int, items: bytes) -> bytes:
+    """The msgpack array of ``count`` items already encoded as ``items``."""
+    if count < 16:
+        return bytes((0x90 | count,)) + items
+    if count < 1 << 16:
+        return b"\xdc" + struct.pack(">H", count) + items
+    return b"\xdd" + struct.pack(">I", count) + items
+
+
 def big_int(code: int, data: memoryview) -> int:
     """msgspec's ``ext_hook``: the one extension the wire carries, an int past 64 bits."""
     text = bytes(data)
@@ -155,6 +175,19 @@ def split_reply(payload: bytes) -> tuple[Status, msgspec.Raw]:
     if status not in STATUSES:
         raise WireError(f"an answer with the unknown status {status!r}")
     return status, msgspec.Raw(memoryview(payload)[2 + size :])
+
+
+def split_step(payload: msgspec.Raw) -> tuple[int, msgspec.Raw]:
+    """A learner step's answer ``[kept, state]`` (host.py, ``_Served._step``) as its count and
+    its still-encoded state, read by hand so that the state is measured on its own."""
+    data = memoryview(payload)
+    marker = data[1] if len(data) > 2 and data[0] == _PAIR else -1
+    if 0 <= marker < 0x80:  # positive fixint
+        return marker, msgspec.Raw(data[2:])
+    width = {0xCC: 1, 0xCD: 2, 0xCE: 4}.get(marker, 0)
+    if not width or len(data) <= 2 + width:
+        raise WireError(f"a step's answer that is not [kept, state]: {bytes(data[:8])!r}...")
+    return int.from_bytes(data[2 : 2 + width], "big"), msgspec.Raw(data[2 + width :])
 
 
 def decoder(kind: Any) -> Callable[[msgspec.Raw], Any]:

@@ -185,3 +185,73 @@ def test_on_plain_data_the_fast_reading_still_agrees_with_the_walk(state: Any) -
         return
     fast = _accepts(lambda s: readable_state(s, plain=True), plain)
     assert fast == _accepts(walked_state, plain)
+
+
+# A correct solution that, once three requests have finished, changes the first of them in the
+# state it returns: what the host holds of a run's finished requests (host.py, ``_step``) must
+# never hide a change from kvsched, nor hand the learner anything but what it returned.
+_TAMPERED = """
+exec(compile(open({correct!r}).read(), "correct.py", "exec"))
+_correct = schedule_iteration
+
+
+def schedule_iteration(state, limits, policy):
+    if {seen} and len(state["finished"]) >= 3 and state["finished"][0].get("seen") != "kept":
+        raise ValueError("the learner was not given back what it returned")
+    state = _correct(state, limits, policy)
+    if len(state["finished"]) >= 3:
+        {change}
+    return state
+"""
+_CHANGES = {
+    "reordered": 'state["finished"][:2] = state["finished"][1::-1]',
+    "dropped": 'del state["finished"][0]',
+    "a bool for an int": 'state["finished"][0]["generated"] = True',
+    "a float page": 'state["finished"][0]["pages"] = [1.0]',
+    "a key added": 'state["finished"][0]["seen"] = "kept"',
+    "unchanged": "pass",
+}
+
+
+def _hosted_run(path: Path, policy: str, sent: list[int] | None = None) -> Any:
+    remote = RemoteTarget(str(path), Confinement(sandbox="none"))
+    try:
+        if sent is not None:
+            exchange = remote._exchange
+
+            def spy(message: list[Any]) -> Any:
+                if message[0] == "step":
+                    sent.append(len(message[3][0]["finished"]))
+                return exchange(message)
+
+            remote._exchange = spy  # type: ignore[method-assign]
+        target = remote.load()
+        hosted = target.solution.schedule_iteration  # type: ignore[union-attr]
+        workload = load_teaching_trace()
+        return run(workload, learner_factory(hosted, policy, isolated=True), policy=policy)
+    finally:
+        remote.close()
+
+
+@pytest.mark.parametrize("change", sorted(_CHANGES))
+def test_a_change_to_a_finished_request_is_judged_hosted_as_in_this_process(
+    tmp_path: Path, change: str
+) -> None:
+    path = tmp_path / "tampered.py"
+    seen = change == "a key added"
+    path.write_text(_TAMPERED.format(correct=str(CORRECT), change=_CHANGES[change], seen=seen))
+    local = _module(path).schedule_iteration
+    near = run(load_teaching_trace(), learner_factory(local, "continuous"), policy="continuous")
+    far = _hosted_run(path, "continuous")
+    assert far.events == near.events
+    assert repr(far.fault) == repr(near.fault)
+    assert (far.fault is None) == (change in ("a key added", "unchanged"))
+
+
+def test_a_hosted_learners_finished_requests_cross_the_wire_once() -> None:
+    """Each step sends only the finished requests the host does not hold: with a correct
+    solution, none, so a step's bytes do not grow with the run."""
+    sent: list[int] = []
+    far = _hosted_run(CORRECT, "continuous", sent)
+    assert far.fault is None and len(sent) == len(far.events) > 50
+    assert sent == [0] * len(sent)
