@@ -118,8 +118,9 @@ class LazyCounts:
         return named
 
     def schedule(self, named: dict[str, int]) -> None:
-        """Note when each request of ``named``, lazy and named in a line just taken in, next
-        falls due: the line it needs a page more in, or the line of its last token."""
+        """Note when each request of ``named``, lazy and named in a line just taken in (or kept
+        lazy across a declined one, :meth:`resume`), next falls due: the line it needs a page
+        more in, or the line of its last token."""
         due, dues = self.due, self.dues
         for rid, when in named.items():
             due[rid] = when
@@ -152,20 +153,16 @@ class LazyCounts:
         touched = {op.request for op in event.schedule}
         touched.update(event.freed, event.finished, event.cached)
         decoded = Counter(event.decoded)
-        lazy, due, dues = self.lazy, self.due, self.dues
+        resumed: dict[str, int] = {}
         for rid, when in kept.items():
             sooner = when - 1
             if sooner <= clock + 1 or rid in touched or rid not in records.live:
                 continue
             if decoded[rid] != 1 or computed.get(rid) != 1 or not records.is_steady(rid):
                 continue
-            lazy[rid] = clock
-            due[rid] = sooner
-            falling = dues.get(sooner)
-            if falling is None:
-                dues[sooner] = [rid]
-            else:
-                falling.append(rid)
+            self.lazy[rid] = clock
+            resumed[rid] = sooner
+        self.schedule(resumed)
 
     def bring_all(self, clock: int) -> None:
         """Every count up to date as of ``clock``, and no request lazy any longer."""

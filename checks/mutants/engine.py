@@ -17,7 +17,7 @@ from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, BlockManager, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Step
-from kvsched.reference.engine_scheduler.sequence import Seq, Status
+from kvsched.reference.engine_scheduler.sequence import Seq
 from kvsched.reference.pool import PoolError
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
@@ -120,31 +120,6 @@ class ReservesPrompt(V1):
 
     def _cache_ahead(self, seq: Seq) -> None:
         return None
-
-    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
-        """The reference's running loop, for tables that may already cover the chunk: it
-        allocates only what a chunk needs beyond them (never a negative count, which no pool
-        can satisfy and which would preempt the request itself in a loop)."""
-        size = self.limits.page_size
-        for seq in list(seqs):
-            if seq.status is not Status.RUNNING or step.budget <= 0:
-                continue
-            count = min(seq.tokens - seq.computed, step.budget)
-            if count <= 0:
-                continue
-            needed = pages_for(seq.computed + count, size) - len(seq.table)
-            if needed > 0:
-                while not self.blocks.can_allocate(needed):
-                    victim = self._victim()
-                    self._preempt(step, victim)
-                    if victim is seq:
-                        break
-                if seq.status is not Status.RUNNING:
-                    continue
-                seq.table += self.blocks.allocate(needed)
-                step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
-            step.computed[seq.id] = count
-            step.budget -= count
 
 
 class CachesReservedPages(ReservesPrompt):

@@ -130,7 +130,9 @@ class EngineScheduler:
             if count <= 0 or (whole and count < left):
                 continue
             needed = pages_for(seq.computed + count, page_size) - len(seq.table)
-            if needed:  # most decodes stay inside their last page
+            # Most decodes stay inside their last page; a table reserved ahead (a subclass
+            # that reserves at admission) may cover the chunk already.
+            if needed > 0:
                 while not self.blocks.can_allocate(needed):
                     victim = self._victim()
                     self._preempt(step, victim)
