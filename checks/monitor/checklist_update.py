@@ -46,8 +46,10 @@ def preempted_pages_keep_what_was_computed(
     before the schedule's preemption forgets that KV; a later hit may take only that (PAGE-6).
     Never a finding of its own. A steady line preempts nobody."""
     if event.preempted and monitor.prefix.enabled:
+        live = monitor.requests.live
         for rid in event.preempted:
-            monitor.prefix.release(rid)
+            if (record := live.get(rid)) is not None:
+                monitor.prefix.release(record)
     return None
 
 

@@ -4,20 +4,24 @@ The workload names what each full page holds (spec/semantics.md, 1.1): page ``i`
 holds ``(group, i)`` inside the request's shared prefix, else ``(request, i)``. A page taken
 fresh into a table at index ``i`` is to hold that name, but it holds tokens of it only once its
 request's KV reaches into it: a page reserved ahead and never computed holds nothing, a page
-partly computed only its first tokens. So the monitor remembers, for every page, the name its
-last writer gave it and who that writer is; how far the writer's KV reached is read from its
-record (``RequestRecord.kv``) while it holds the page, and frozen when it lets the page go
-(preempted or finished). A page taken by reference (``shared``) must hold the name the taker
+partly computed only its first tokens. So the monitor remembers, for every page, the record of
+its last writer and the page's index in that writer's table, which together name it. How far
+the writer's KV reached is read from its record (``RequestRecord.kv``), which stops moving once
+the request finishes; a preemption starts that KV again from nothing, so it freezes the pages
+its request wrote first. A page taken by reference (``shared``) must hold the name the taker
 expects at that position, and as many of its tokens as the hit claims, or the hit reads keys and
 values nobody computed there: a page evicted and reused, a stale hash, or a page cached when it
 was reserved. A hit's ``cached`` tokens must also lie within its shared pages.
 
 Tables only grow at their end while a request runs, so a table's new pages are its last ones.
 The work follows what an iteration changed: its allocations and hits, and the pages of a
-request that lets its pages go. Reading a writer's KV when a hit comes, rather than naming
-content as each token is computed, keeps the event-log checker's lazy counting whole: a record
-it has not brought up to date yet shows less KV than was computed, never more, so its fast path
-may decline a line that is clean, never take one that is not.
+request preempted. Reading a writer's KV when a hit comes, rather than naming content as each
+token is computed, keeps the event-log checker's lazy counting whole: a record it has not
+brought up to date yet shows less KV than was computed, never more, so its fast path may
+decline a line that is clean, never take one that is not. A lazy record that finishes keeps the
+KV it showed then; that covers its prompt (a request decodes only after it), so every page a
+group shares reads full, and the pages short of their tokens are its own, which no later
+request may take.
 """
 
 from __future__ import annotations
@@ -37,47 +41,33 @@ class PrefixContent:
     def __init__(self, workload: Workload, enabled: bool) -> None:
         self.enabled = enabled
         self.page_size = workload.limits.page_size
-        self.requests = {r.id: r for r in workload.requests}
-        self.names: dict[int, Name] = {}
-        """The name each page was last taken fresh for."""
         self.writers: dict[int, tuple[RequestRecord, int]] = {}
-        """The record of the request writing each page it still holds, and the page's index in
-        its table: the page holds what that record's KV reaches into."""
-        self.filled: dict[int, int] = {}
-        """Tokens computed into each page whose writer let it go, as they stood then."""
-        self.written: dict[str, dict[int, None]] = {}
-        """The pages each request writes, for freezing them when it lets them go."""
+        """The record of the request that last took each page fresh, and the page's index in
+        its table: the page holds what that record's KV reaches into. A finished request's
+        record no longer moves, so its pages keep what it computed without a copy."""
+        self.frozen: dict[int, tuple[Request, int, int]] = {}
+        """For each page whose writer was preempted since: the writer's request, the page's
+        index and the tokens computed into it then (the record's KV starts again from 0)."""
 
-    def declare(self, request: Request) -> None:
-        self.requests[request.id] = request
-
-    def forget(self, rid: str) -> None:
-        """``rid`` finished: its pages hold what its KV reached. A record the event-log checker
-        counts lazily may show less KV than it computed; what it shows covers its prompt (a
-        request decodes only after it), so every page a group shares reads full, and the
-        pages short of their tokens are its own, which no later request may take."""
-        self.requests.pop(rid, None)
-        self.release(rid)
-
-    def release(self, rid: str) -> None:
-        """``rid`` lets its pages go (preempted or finished): their content is frozen."""
+    def release(self, record: RequestRecord) -> None:
+        """``record``'s request is preempted: the pages it wrote hold what its KV reached."""
         if not self.enabled:
             return
-        pages = self.written.pop(rid, None)
-        if not pages:
-            return
-        writers, filled = self.writers, self.filled
-        for page in pages:
-            writer = writers.pop(page, None)
-            if writer is not None:
-                filled[page] = self._reach(writer[0].kv, writer[1])
+        writers, frozen = self.writers, self.frozen
+        for page in record.table:
+            writer = writers.get(page)
+            if writer is not None and writer[0] is record:
+                del writers[page]
+                frozen[page] = (record.request, writer[1], self._reach(record.kv, writer[1]))
 
-    def held(self, page: int) -> int:
-        """Tokens of its name ``page`` holds: computed into it, or 0."""
+    def content(self, page: int) -> tuple[Request, int, int] | None:
+        """Who wrote ``page``, at which index of its table, and how many tokens of it: ``None``
+        if no request ever took it fresh."""
         writer = self.writers.get(page)
         if writer is not None:
-            return self._reach(writer[0].kv, writer[1])
-        return self.filled.get(page, 0)
+            record, index = writer
+            return record.request, index, self._reach(record.kv, index)
+        return self.frozen.get(page)
 
     def _reach(self, kv: int, index: int) -> int:
         size = self.page_size
@@ -104,30 +94,31 @@ class PrefixContent:
         ``records`` the live requests' records, whose KV says how far each page was filled."""
         if not self.enabled:
             return None
-        size = self.page_size
+        size, writers = self.page_size, self.writers
         for rid, new in allocated.items():
             table = tables.get(rid, ())
-            request = self.requests.get(rid)
             record = records.get(rid)
-            if request is None or record is None:
+            if record is None:
                 continue
-            shared = set(hits.get(rid, ()))
-            first = len(table) - len(new)
-            cached = cache.get(rid, 0)
+            first, hit, cached = len(table) - len(new), hits.get(rid), cache.get(rid, 0)
+            if not hit and not cached:  # the usual allocation: fresh pages, named by their writer
+                for index in range(max(first, 0), len(table)):
+                    writers[table[index]] = (record, index)
+                continue
+            shared, request = set(hit or ()), record.request
             claimed_from = -1  # where the hit's tokens start: at its first shared page
-            written = self.written.setdefault(rid, {})
             for index in range(max(first, 0), len(table)):
-                page, expected = table[index], self.name(request, index)
+                page = table[index]
                 if page not in shared:
-                    self.names[page] = expected
-                    self.writers[page] = (record, index)
-                    self.filled.pop(page, None)
-                    written[page] = None
+                    writers[page] = (record, index)
                     continue
                 if claimed_from < 0:
                     claimed_from = index * size
-                held = self.names.get(page)
-                tokens = self.held(page) if held is not None else 0
+                expected, content = self.name(request, index), self.content(page)
+                if content is None:
+                    held, tokens = None, 0
+                else:
+                    held, tokens = self.name(content[0], content[1]), content[2]
                 claimed = min(size, claimed_from + cached - index * size)
                 if held != expected or tokens == 0 or tokens < claimed:
                     at, counts = (page, index), (tokens, claimed)

@@ -100,7 +100,7 @@ class Monitor:
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
         sharing = declared.prefix_sharing and "PAGE-6" in self.applicable
         self.prefix = PrefixContent(workload, sharing)
-        self.requests.forgetters += [self.order.forget, self.prefix.forget]
+        self.requests.forgetters.append(self.order.forget)
         self.arrivals: list[str] = []
         """The requests that joined the queue in the iteration being checked, in queue order."""
         plan = iteration_plan()
@@ -129,7 +129,6 @@ class Monitor:
         known and before the iteration it may join."""
         self.requests.declare(request)
         self.order.declare(request.id)
-        self.prefix.declare(request)
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """Check one iteration; ``None`` if it is clean. After a finding, returns that finding."""

@@ -148,7 +148,7 @@ def test_the_ledgers_forget_a_request_once_it_finishes() -> None:
     requests.records.begin()  # the next iteration forgets the requests the last one finished
     meter.records.begin()
     kept = [requests.live, requests.records.left, requests.cut, monitor.order.position]
-    kept += [monitor.prefix.requests, meter.records.live, meter.records.left]
+    kept += [meter.records.live, meter.records.left]
     assert all(not ledger for ledger in kept), [len(ledger) for ledger in kept]
     again = replace(
         result.events[-1],

@@ -66,8 +66,8 @@ def test_a_partly_computed_page_holds_only_its_computed_tokens() -> None:
 def test_pages_let_go_keep_what_was_computed_then() -> None:
     content, records = _content()
     _a_reserves_its_prompt(content, records)
-    records["a"].kv = 4
-    content.release("a")  # preempted: its KV is forgotten, the pages keep page 0's tokens
+    records["a"].kv, records["a"].table = 4, (1, 2, 3)
+    content.release(records["a"])  # preempted: its pages keep page 0's tokens
     records["a"].kv = 0
     finding = _b_hits(content, records, 8)
     assert finding is not None and finding.pages == (2,)
@@ -78,7 +78,6 @@ def test_pages_let_go_keep_what_was_computed_then() -> None:
 def test_the_wrong_name_is_still_another_requests_content() -> None:
     content, records = _content()
     other = Request("x", 0, 12, 2)
-    content.declare(other)
     records["x"] = RequestRecord(other, 4)
     content.check(1, {"x": (1, 2)}, {"x": (1, 2)}, {}, {}, records)
     records["x"].kv = 8
