@@ -3,8 +3,8 @@
 ``kvsched mutants`` runs :data:`ZOO` through the same code path as ``kvsched check`` and prints
 the mutation score: mutants caught *with the right invariant id* over all mutants. Scheduler
 mutants live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile`, :mod:`.sized` (bugs only
-a crowd shows) and :mod:`.corners` (engine bugs only the search's corners show); learner
-mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
+a crowd shows), :mod:`.corners` and :mod:`.reuse` (engine bugs only the search's corners show);
+learner mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as
 package data and written to a working directory, so that they are checked as the files a learner
 would pass); and the engine bugs a scheduler cannot commit (admitting a request before it
 arrives, a token from half a prompt) are event logs of broken engines, written by :mod:`.logs`.
@@ -12,7 +12,7 @@ arrives, a token from half a prompt) are event logs of broken engines, written b
 
 from __future__ import annotations
 
-from kvsched.checks.mutants import batching, corners, engine, hostile, logs, paging, sized
+from kvsched.checks.mutants import batching, corners, engine, hostile, logs, paging, reuse, sized
 from kvsched.checks.mutants.mutant import Mutant, learner_file
 
 __all__ = ["ZOO", "Mutant"]
@@ -38,5 +38,6 @@ ZOO: tuple[Mutant, ...] = (
     *LEARNER,
     *sized.MUTANTS,
     *corners.MUTANTS,
+    *reuse.MUTANTS,
 )
 """Every mutant, each module's beside its bugs."""

@@ -14,9 +14,13 @@ Drawn, as swarm features of :func:`.strategies.workloads` (each shrinks to off):
   prefix, so a later member finds every page in the cache (vLLM recomputes the last token);
 - ``near_pool``: a pool within a page of the largest request's peak.
 
+A prefix that ends inside a page (what a group's members share, drawn by ``shared_prefixes``)
+is counted too: an engine that matches it to the token may hand out the page it ends in.
+
 Recognised in a run (:func:`run_corners`), for Hypothesis's statistics (``event``) and its
-targeting (``target``, :mod:`.explore`): preemptions, full prefix hits, admissions that leave no
-page free, long runs; and the drawn shapes themselves (:func:`drawn_corners`), block tables of
+targeting (``target``, :mod:`.explore`): preemptions, full prefix hits, hits on freed pages
+(which an engine that provisions after deciding may evict first), admissions that leave no page
+free, long runs; and the drawn shapes themselves (:func:`drawn_corners`), block tables of
 :data:`LONG_CONTEXT_PAGES` pages and more and whole-pool prompts among them, so a test reads
 from the statistics of a real search that the ci profile reaches each one.
 
@@ -26,7 +30,7 @@ from the statistics of a real search that the ci profile reaches each one.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from itertools import pairwise
 
@@ -159,6 +163,9 @@ def drawn_corners(workload: Workload) -> list[str]:
     )
     if any(count >= 2 for count in whole.values()):
         corners.append("whole-prompt prefix hit shape")
+    inside = Counter(r.prefix_group for r in requests if r.prefix_group and r.prefix_tokens % size)
+    if any(count >= 2 for count in inside.values()):
+        corners.append("a prefix ending inside a page")
     peaks = [peak_pages(r, size) for r in requests]
     pool = workload.limits.pool_pages
     if len(requests) >= 2 and max(peaks) >= pool - 1:
@@ -180,6 +187,7 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
     counts: Counter[str] = Counter()
     size = workload.limits.page_size
     before: tuple[str, ...] = ()
+    tables: Mapping[str, tuple[int, ...]] = {}
     priority = {r.id: r.priority for r in workload.requests if r.priority}
     for step in events:
         if priority:  # out of order somewhere exactly when out of order between neighbours
@@ -200,6 +208,11 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
             # recomputes, or wholly.
             if tokens and prompt % size == 0 and tokens >= prompt - size:
                 counts["full prefix hit"] += 1
+        if step.shared:  # pages taken back from the free queue, which a fresh page may evict
+            held = {page for table in tables.values() for page in table}
+            if any(page not in held for pages in step.shared.values() for page in pages):
+                counts["a hit on freed pages"] += 1
+        tables = {rid: table for rid, table in step.page_tables.items() if rid not in step.freed}
         if step.admitted and step.pages_in_use >= usable:
             counts["admission leaving no page free"] += 1
     if len(events) >= LONG_RUN:
@@ -277,6 +290,26 @@ BOUNDARY_SHAPES: tuple[Workload, ...] = (
         Limits(2, 2, 4),
         Request("a", 0, 2, 3),
         Request("b", 0, 4, 3),
+    ),
+    # a's prefix ends inside its second page, which a still holds when b, of the same group,
+    # comes: b may take a's first page from the cache, never the one its prefix ends in.
+    _shape(
+        "prefix ending inside a page",
+        Limits(2, 4, 8),
+        Request("a", 0, 8, 4, "g", 6),
+        Request("b", 1, 12, 2, "g", 6),
+    ),
+    # d's prefix pages are freed and cached between the pool's untouched pages and e's. a,
+    # admitted first in the next step, takes fresh pages up to the second of them: b's hit on
+    # both, weighed when the batch is decided, must still hold when b gets its pages, or b
+    # computes what a budget of 8 (which a and b fill) counted as cached.
+    _shape(
+        "hit at the front of the free queue",
+        Limits(2, 2, 7),
+        Request("d", 0, 4, 1, "g", 4),
+        Request("e", 0, 4, 1),
+        Request("a", 1, 7, 1),
+        Request("b", 1, 5, 1, "g", 4),
     ),
 )
 """Known boundary shapes, each a workload on which a reported engine bug shows."""

@@ -14,7 +14,7 @@ import pytest
 
 from kvsched.checks.eventlog.jsonl import check_log
 from kvsched.checks.judge.check import CheckOptions, check_target
-from kvsched.checks.mutants.corners import TWINS
+from kvsched.checks.mutants import corners, reuse
 from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
 from kvsched.checks.mutants.run import check_mutant, reported_ids
 from kvsched.checks.mutants.zoo import ZOO
@@ -94,6 +94,7 @@ def test_the_references_are_clean_controls_for_the_zoo() -> None:
 
 CORNER_MUTANTS = [m for m in ZOO if m.name in (
     "priority victim refunded twice", "full hit on a page multiple", "revived hit counted free",
+    "hit evicted before provisioned", "partial tail shared",
 )]  # fmt: skip
 
 
@@ -107,6 +108,9 @@ def test_a_corner_bug_comes_with_a_counterexample_a_person_can_read(
     assert verdict.finding is not None and verdict.finding.invariant == mutant.expected
     assert verdict.counterexample is not None
     assert len(verdict.counterexample.workload.requests) <= 4, verdict.counterexample.workload
+
+
+TWINS = {**corners.TWINS, **reuse.TWINS}
 
 
 @pytest.mark.parametrize("twin", sorted(set(TWINS.values()), key=lambda c: c.__name__))

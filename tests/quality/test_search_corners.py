@@ -110,6 +110,8 @@ SHAPE_CORNERS = {
         "preemption of a request running ahead",
     ),
     "revived pages at zero free": ("preemption", "full prefix hit"),
+    "prefix ending inside a page": ("a prefix ending inside a page",),
+    "hit at the front of the free queue": ("a hit on freed pages",),
 }
 
 
