@@ -171,6 +171,20 @@ def test_vllm_v1_and_the_vllm_recorder_declare_no_cap() -> None:
     assert vllm_properties(workload, RecordOptions()).max_partial_prefills is None
 
 
+def test_the_chunk_cap_is_lifted_for_a_request_alone_as_vllm_does() -> None:
+    # vLLM 0.33 applies long_prefill_token_threshold only while more than one request runs or
+    # waits: a alone computes 8 tokens at once, then b arrives and both are held to 4.
+    config = replace(VLLM_V1, token_budget=8, prefill_chunk=4, name="chunk-cap")
+    workload = Workload(
+        "lone-then-two", Limits(2, 4, 16), (Request("a", 0, 20, 2), Request("b", 1, 20, 2))
+    )
+    target = EngineScheduler.configured(config)
+    recorded = run(workload, target, "continuous", properties=config.properties())
+    computed = [dict(e.computed or {}) for e in recorded.events[:3]]
+    assert computed == [{"a": 8}, {"a": 4, "b": 4}, {"a": 4, "b": 4}]
+    assert watch_run(recorded, config.properties())[0] is None
+
+
 def test_the_reference_refuses_a_cap_it_cannot_state() -> None:
     with pytest.raises(ValueError, match="needs chunking 'all'"):
         replace(VLLM_V1, chunking="first", max_partial_prefills=1)
