@@ -182,6 +182,15 @@ CAPPED = replace(
 )
 
 
+class CapsPartialPrefills(V1):
+    """The correct capped design, as a class: it passes a running prefill over once one prefill
+    of the batch is served, which its declaration states and BATCH-6 excuses (the twin of
+    :class:`SkipsPastTheCap`)."""
+
+    config = CAPPED
+    properties = CAPPED.properties()
+
+
 class SkipsPastTheCap(V1):
     """Declares a cap of one partial prefill in flight and takes it for a cap on the batch: once
     a prefill of the batch is served, every later request of the batch waits, decodes too. The

@@ -12,9 +12,15 @@ import pytest
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
-from kvsched.checks.mutants.engine import CAPPED, TWO_PREFILLS, SkipsPastTheCap
+from kvsched.checks.mutants.engine import (
+    CAPPED,
+    TWO_PREFILLS,
+    CapsPartialPrefills,
+    SkipsPastTheCap,
+)
 from kvsched.checks.record.base import RecordOptions
 from kvsched.checks.record.vllm import properties as vllm_properties
+from kvsched.checks.verdict.declarations import excuses
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import VLLM_V1, EngineConfig, EngineScheduler
 from kvsched.reference.engine_scheduler.scheduler import Step
@@ -30,7 +36,7 @@ def _check(
     return watch_run(recorded, properties)
 
 
-CORRECT = EngineScheduler.configured(CAPPED)
+CORRECT = CapsPartialPrefills
 
 
 def test_the_declaration_needs_chunked_prefill_and_the_batch_first() -> None:
@@ -52,6 +58,12 @@ def test_the_capped_design_passes_a_prefill_over_and_the_declaration_excuses_it(
     finding, excused = _check(CORRECT, TWO_PREFILLS, properties)
     assert finding is None
     assert excused.capped_prefills == 2  # b waited in iterations 2 and 3, behind a's prefill
+    listed = {e.declaration: e for e in excuses(properties, "continuous", excused)}
+    excuse = listed["max_partial_prefills"]
+    assert (excuse.invariants, excuse.count) == (("BATCH-6",), 2)
+    assert excuse.excused.startswith(
+        "2 iterations left a prefill of the batch waiting once 1 prefill of the batch computed"
+    )
     # The same run without the declaration: the prefill passed over is BATCH-6.
     undeclared = replace(properties, max_partial_prefills=None)
     finding, _ = _check(CORRECT, TWO_PREFILLS, undeclared)
