@@ -188,7 +188,8 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "BATCH-6",
         "No request of the batch is skipped while the token budget has room, where the target "
-        "declares that it serves the batch first",
+        "declares that it serves the batch first (a prefill held back by a declared cap on "
+        "partial prefills excepted)",
         "A running request left out of a step with budget to spare stalls for no reason: vLLM's "
         "priority victim removed behind its loop cursor skipped the request after it.",
         ("declared",),

@@ -266,6 +266,37 @@ class TargetProperties:
             "the budget has room was skipped (BATCH-6)."
         ),
     ] = False
+    max_partial_prefills: Annotated[
+        Positive | None,
+        declare(
+            "With chunked_prefill and serves_running: at most this many requests of the batch "
+            "(those running before the iteration) continue their prefill in one iteration, the "
+            "first in the batch's order; the others wait (a cap on partial prefills in flight, "
+            "as vLLM v0's max_num_partial_prefills); null: no cap. A request is in its prefill "
+            "from its admission until it produces a token (vLLM's is_prefill_chunk), a "
+            "recompute after preemption included. A request of the batch in its prefill that "
+            "computes nothing is then not BATCH-6 when at least that many requests of the batch "
+            "computed a prefill chunk in the iteration, as kvsched counts them (under priority "
+            "order the iteration's preemptions count too: a victim scheduled earlier in the step "
+            "held a place). A decode left out, or a prefill left out below the cap, is still "
+            "BATCH-6. Admissions are not capped by it: BATCH-3 judges a free slot as before.",
+            relaxes=("BATCH-6",),
+            needs=(
+                Needs(
+                    (),
+                    "chunked_prefill",
+                    (True,),
+                    "it caps prefills computed in chunks; declare chunked_prefill",
+                ),
+                Needs(
+                    (),
+                    "serves_running",
+                    (True,),
+                    "it excuses a request the batch-first loop passes over; declare serves_running",
+                ),
+            ),
+        ),
+    ] = None
     stops_early: Annotated[
         bool,
         declare(

@@ -9,7 +9,7 @@ the same whatever the pool or queue size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.pages import PageLedger
@@ -105,7 +105,9 @@ class BatchRules:
         self, n: int, event: IterationEvent, computed: Mapping[str, int]
     ) -> Finding | None:
         """BATCH-6 (declared ``serves_running``): every request that was in the batch before
-        iteration ``n`` and is still in it computes, unless those before it spent the budget."""
+        iteration ``n`` and is still in it computes, unless those before it spent the budget,
+        or it is in its prefill and the declared cap on prefills (``max_partial_prefills``) was
+        reached by the batch's own prefills, as the records show them."""
         if "BATCH-6" not in self.applicable:
             return None
         admitted, finished = set(event.admitted), set(event.finished)
@@ -117,6 +119,29 @@ class BatchRules:
         spent = sum(computed.get(rid, 0) for rid in ran)
         if budget is not None and spent >= budget:
             return None
+        cap = self.properties.max_partial_prefills
+        why = ""
+        if cap is not None:
+            # Admissions come after the batch (serves_running): only the batch's own prefills
+            # can have filled the cap by the time a request of the batch was passed over.
+            held = self.prefills(event, computed, ran)
+            waiting = [rid for rid in skipped if self.in_prefill(rid)]
+            if held >= cap and waiting:
+                skipped = [rid for rid in skipped if rid not in waiting]
+                if not skipped:
+                    self.requests.tally.capped(n)
+                    return None
+            declared = f"the declared cap of {plural(cap, 'partial prefill')}"
+            if held < cap:
+                why = (
+                    f"; the batch computed {plural(held, 'prefill chunk')}, below {declared} "
+                    "(max_partial_prefills)"
+                )
+            else:
+                why = (
+                    f"; {declared} (max_partial_prefills) excuses only a request in its "
+                    "prefill, not a decode"
+                )
         room = (
             "no token budget bounds the iteration"
             if budget is None
@@ -125,9 +150,38 @@ class BatchRules:
         message = (
             f"{request_list(skipped)} of the batch computed nothing in iteration {n}, while "
             f"{room}; the target declares that it serves the batch first (serves_running), each "
-            "request as far as the budget reaches, so one left out was skipped"
+            f"request as far as the budget reaches, so one left out was skipped{why}"
         )
         return Finding("BATCH-6", n, message, requests=tuple(skipped))
+
+    def in_prefill(self, rid: str) -> bool:
+        """Whether ``rid`` has produced no token since it was last admitted, as the records
+        stand: it is still computing its prompt, or its recompute (vLLM's
+        ``is_prefill_chunk``). Read before its tokens of the iteration are counted in, or for a
+        request that produced none in it."""
+        record = self.requests.records.get(rid)
+        return record is not None and record.generated == record.admitted_with
+
+    def prefills(
+        self, event: IterationEvent, computed: Mapping[str, int], among: Iterable[str]
+    ) -> int:
+        """How many of ``among`` computed a prefill chunk in the iteration of ``event``: KV
+        computed before their first token since they were last admitted, the iteration's
+        token (if any) taken back out of the records, which have counted it in. Under priority
+        order the iteration's preemptions count too: the victim can be a request scheduled
+        earlier in the step, which held its place in the cap (vLLM's priority victim)."""
+        records, decoded = self.requests.records, event.decoded
+        count = 0
+        for rid in among:
+            record = records.get(rid)
+            if record is None or not computed.get(rid):
+                continue
+            produced = record.generated - record.admitted_with
+            if produced == 0 or (produced == 1 and rid in decoded):
+                count += 1
+        if self.properties.declared_order == "priority":
+            count += len(event.preempted)
+        return count
 
     def slot_free(self) -> bool:
         """Whether the batch has a slot free: BATCH-3 has nothing to judge otherwise."""

@@ -39,6 +39,8 @@ class Tally:
         self.overcommitted = 0
         self.overcommitted_at = 0
         self.allowance = 0
+        self.capped_prefills = 0
+        self.capped_at = 0
 
     def stop_early(self, made: int, from_queue: bool) -> None:
         """A request finished after ``made`` tokens, short of its most (stops_early)."""
@@ -70,6 +72,13 @@ class Tally:
         if self.overcommitted_at != n:
             self.overcommitted_at = n
             self.overcommitted += 1
+
+    def capped(self, n: int) -> None:
+        """Iteration ``n`` left a prefill of the batch waiting for the declared cap
+        (max_partial_prefills, BATCH-6)."""
+        if self.capped_at != n:
+            self.capped_at = n
+            self.capped_prefills += 1
 
     def over_reservation(self, extra: int) -> None:
         """A request held ``extra`` pages beyond its KV's, within its reservation."""
@@ -129,6 +138,9 @@ class Excused:
     """Admissions not judged for their order (a declared order "none", BATCH-4)."""
     overcommitted: int = 0
     """Iterations in which the batch's peak pages exceeded the pool (lazy admission, PAGE-5)."""
+    capped_prefills: int = 0
+    """Iterations in which a prefill of the batch waited because the declared cap on partial
+    prefills was reached (max_partial_prefills, BATCH-6)."""
     allowance: int = 0
     """Iterations LIVE-1's bound grew by for chunked prefills, recompute and folds."""
     past_bound_runs: int = 0

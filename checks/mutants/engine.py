@@ -177,6 +177,35 @@ class ChunksDespiteDeclaringNone(V1):
         return True
 
 
+CAPPED = replace(
+    VLLM_V1, token_budget=8, prefill_chunk=4, max_partial_prefills=1, name="vllm-v1-capped"
+)
+
+
+class CapsPartialPrefills(V1):
+    """The correct capped design, as a class: it passes a running prefill over once one prefill
+    of the batch is served, which its declaration states and BATCH-6 excuses (the twin of
+    :class:`SkipsPastTheCap`)."""
+
+    config = CAPPED
+    properties = CAPPED.properties()
+
+
+class SkipsPastTheCap(V1):
+    """Declares a cap of one partial prefill in flight and takes it for a cap on the batch: once
+    a prefill of the batch is served, every later request of the batch waits, decodes too. The
+    correct design (its control) passes only the second prefill over, which BATCH-6 excuses."""
+
+    config = CAPPED
+    properties = CAPPED.properties()
+
+    def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
+        for seq in list(seqs):
+            if step.prefills >= 1:
+                return  # the bug: the cap on prefills ends the whole running loop
+            super()._run(step, [seq])
+
+
 SHARED = Workload(  # three requests with one 8-token system prompt, in a pool that forces reuse
     "shared-prefix",
     Limits(batch_limit=2, page_size=4, pool_pages=9),
@@ -206,6 +235,11 @@ RESERVED = Workload(  # a reserves its prompt, computes one token, r's decode pr
 )
 LONG_ALONE = Workload("long-alone", Limits(1, 4, 5), (Request("a", 0, 12, 3),))
 ONE = Workload("one", Limits(1, 4, 4), (Request("a", 0, 4, 2),))
+TWO_PREFILLS = Workload(  # a and b prefill in chunks of 4 while c decodes behind them
+    "two-prefills-and-a-decode",
+    Limits(batch_limit=3, page_size=4, pool_pages=16),
+    (Request("a", 0, 12, 2), Request("b", 0, 12, 2), Request("c", 0, 2, 4)),
+)
 
 
 def engine_log(mutant: type[V1], workload: Workload) -> Callable[..., Path]:
@@ -248,6 +282,9 @@ MUTANTS: tuple[Mutant, ...] = (
            write=engine_log(WritesPastTable, SHARED)),
     Mutant("engine: thrash", "a watermark applied to running requests preempts in a loop",
            "LIVE-3", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
+    Mutant("engine: skips past the cap", "a declared cap on partial prefills stops the whole "
+           "running loop, so a decode waits too", "BATCH-6",
+           write=engine_log(SkipsPastTheCap, TWO_PREFILLS)),
     Mutant("engine: chunks despite none", "declares whole prompts, chunks over the budget",
            "BATCH-5", write=engine_log(ChunksDespiteDeclaringNone, TWO_PROMPTS)),
 )  # fmt: skip

@@ -77,6 +77,11 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         estimate_admission=options.prefill_interval > 1,
         # vLLM's running loop serves the batch first; a prefill cadence leaves chunks out.
         serves_running=options.prefill_interval == 1,
+        # vLLM 0.33's v1 scheduler caps no prefills (its SchedulerConfig has no
+        # max_num_partial_prefills): its running loop passes a request over only when it has
+        # nothing to compute (an encoder or speculative budget, pipeline or asynchronous steps),
+        # none of which a recording uses, so every skip with budget left is BATCH-6.
+        max_partial_prefills=None,
         stops_early=options.early_stops,
         watermark_pages=int(options.watermark * workload.limits.pool_pages),
     )

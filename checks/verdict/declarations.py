@@ -168,6 +168,11 @@ def _words(
             f"{plural(e.unjudged_slots, 'iteration')} with a free slot while a request waited, "
             "not judged (BATCH-3)",
         ),
+        "max_partial_prefills": (
+            e.capped_prefills,
+            f"{plural(e.capped_prefills, 'iteration')} left a prefill of the batch waiting once "
+            f"{plural(properties.max_partial_prefills or 0, 'prefill')} of the batch computed",
+        ),
         "restart": (
             e.folds,
             f"{plural(e.folds, 'fold')} moved {plural(e.folded_tokens, 'prompt token')} to "

@@ -32,6 +32,15 @@ class EngineConfig:
     admit_after_preemption: bool = False
     """Admit in a ``schedule()`` that preempted, as vidur's Sarathi scheduler does; vLLM does
     not. With it a request can be preempted and re-admitted forever (LIVE-3, spec/proofs.md 8.3)."""
+    prefill_chunk: int | None = None
+    """The most tokens one request computes in a step, when more than one request is running or
+    waiting (vLLM's ``long_prefill_token_threshold``, which vLLM 0.33 lifts for a request alone:
+    nobody is then starved by it); ``None``: the budget."""
+    max_partial_prefills: int | None = None
+    """At most this many running requests continue their prefill per step, the first in the
+    running order; the others wait, while admissions are not capped (a cap on partial prefills
+    in flight, as vLLM v0's ``max_num_partial_prefills`` names it). ``None``: no cap, as in
+    vLLM 0.33, whose v1 scheduler has no such option."""
     name: str = "engine"
 
     def __post_init__(self) -> None:
@@ -43,6 +52,17 @@ class EngineConfig:
             raise ValueError("the engine scheduler needs an order to take waiting requests in")
         if self.watermark_pages < 0:
             raise ValueError(f"watermark_pages must be >= 0, got {self.watermark_pages}")
+        for cap in ("prefill_chunk", "max_partial_prefills"):
+            value = getattr(self, cap)
+            if value is not None and (value < 1 or self.chunking != "all"):
+                raise ValueError(f"{cap} must be >= 1 and needs chunking 'all', got {value}")
+        if self.max_partial_prefills is not None and self.batching != "mixed":
+            raise ValueError("max_partial_prefills caps the running loop of a mixed batch")
+        # A priority victim can be a prefill scheduled earlier in the step: its place in the cap
+        # is spent, which the monitor allows for only under the priority order.
+        capped = self.max_partial_prefills is not None
+        if capped and self.victim != "last" and self.order != "priority":
+            raise ValueError("max_partial_prefills with a priority victim needs order priority")
 
     def properties(self) -> TargetProperties:
         """The declarations that describe this design to the monitor (eventlog.md 4)."""
@@ -61,6 +81,8 @@ class EngineConfig:
             watermark_pages=self.watermark_pages,
             order=self.order,
             chunking=self.chunking,
+            prefill_chunk=self.prefill_chunk,
+            max_partial_prefills=self.max_partial_prefills,
             # The batch runs first, each request as far as the budget reaches; whole prompts
             # under a budget skip one that does not fit for the next that does.
             serves_running=self.batching == "mixed"

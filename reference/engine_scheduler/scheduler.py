@@ -38,6 +38,12 @@ class Step:
     preempt_freed: dict[str, tuple[int, ...]] = field(default_factory=dict)
     fresh: dict[str, int] = field(default_factory=dict)
     """Pages each running request took in this ``schedule()``, at the end of its table."""
+    chunk: int = UNBOUNDED
+    """The most tokens one request computes in this step (``prefill_chunk``, where it applies)."""
+    prefills: int = 0
+    """Running requests that computed a prefill chunk in this step, against
+    ``max_partial_prefills``; admissions are not capped. A priority victim scheduled earlier
+    keeps its place: the step spent it."""
 
 
 class EngineScheduler:
@@ -71,6 +77,10 @@ class EngineScheduler:
     def schedule(self) -> ScheduledBatch:
         cfg = self.config
         step = Step(cfg.token_budget if cfg.token_budget is not None else UNBOUNDED)
+        # vLLM 0.33 caps a chunk (long_prefill_token_threshold) only while another request runs
+        # or waits: a request alone starves nobody.
+        if cfg.prefill_chunk is not None and len(self.running) + len(self.waiting) > 1:
+            step.chunk = cfg.prefill_chunk
         if cfg.batching == "mixed":
             self._run(step, self.running)
             self._admit_unless_preempted(step)
@@ -120,13 +130,22 @@ class EngineScheduler:
         """Schedule running requests in order; one short of pages preempts a victim (10.4). In
         a mixed batch (vLLM v1's running loop) a request that is its own victim leaves the rest
         to be served as far as the budget reaches (BATCH-6): under priority order they outrank
-        it. A prefill-first step ends there."""
+        it. A prefill-first step ends there.
+
+        As vLLM's running loop, a request with nothing it may compute in the step is passed over
+        (``continue``, not ``break``): one in its prefill once the declared cap on prefills is
+        reached (``max_partial_prefills``, which BATCH-6 excuses), one whose whole prompt does
+        not fit the budget left."""
         whole, page_size = self.config.chunking == "none", self.limits.page_size
+        cap = self.config.max_partial_prefills
         for seq in list(seqs):
             if seq.status is not Status.RUNNING or step.budget <= 0:  # preempted meanwhile
                 continue
+            prefilling = seq.generated == seq.admitted_with
+            if prefilling and cap is not None and step.prefills >= cap:
+                continue
             left = seq.tokens - seq.computed
-            count = min(left, step.budget)
+            count = min(left, step.budget, step.chunk)
             if count <= 0 or (whole and count < left):
                 continue
             needed = pages_for(seq.computed + count, page_size) - len(seq.table)
@@ -146,6 +165,7 @@ class EngineScheduler:
                 step.fresh[seq.id] = step.fresh.get(seq.id, 0) + needed
             step.computed[seq.id] = count
             step.budget -= count
+            step.prefills += prefilling
 
     def _victim(self) -> Seq:
         """The last admitted or lowest priority: the oldest keeps its progress (LIVE-3)."""
@@ -197,7 +217,7 @@ class EngineScheduler:
                 return
             hits = self._hits(seq)
             known = len(hits) * page_size
-            count = min(seq.tokens - known, step.budget)
+            count = min(seq.tokens - known, step.budget, step.chunk)
             if count < seq.tokens - known and not self._may_chunk(step):
                 return  # head-of-line: nobody overtakes a request that does not fit
             if cfg.admission == "peak":
@@ -222,6 +242,7 @@ class EngineScheduler:
             self.waiting.remove(seq)
             self.running.append(seq)
             seq.status = Status.RUNNING
+            seq.admitted_with = seq.generated
             step.admitted.append(seq.id)
             step.computed[seq.id] = count
             step.budget -= count

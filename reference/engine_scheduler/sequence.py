@@ -30,6 +30,9 @@ class Seq:
     computed: int = 0
     """Tokens whose KV the table holds (vLLM's ``num_computed_tokens``)."""
     table: list[int] = field(default_factory=list)
+    admitted_with: int = 0
+    """Its output tokens when it was last admitted: until it produces another it is in its
+    prefill (vLLM's ``is_prefill_chunk``), which ``max_partial_prefills`` caps."""
     registered: int = 0
     """Leading full pages already in the prefix cache."""
     hashes: list[int] = field(default_factory=list, repr=False)
