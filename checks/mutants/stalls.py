@@ -68,6 +68,31 @@ class DefersPreemptedFrees(V1):
         return super().update_from_output(output)
 
 
+WHOLE_PROMPTS = EngineConfig(
+    token_budget=64, chunking="none", prefix_caching=False, name="vllm-v1-whole-prompts"
+)
+
+
+class KeepsInfeasibleAtHead(V1):
+    """vLLM #39734: a request larger than the whole pool (within the model's length) is never
+    recognised as one no scheduler can hold. It waits at the head of the queue, its allocation
+    retried and refused every step, and under fcfs every request behind it waits forever."""
+
+    config = WHOLE_PROMPTS
+    properties = WHOLE_PROMPTS.properties()
+
+    def _infeasible(self, seq: Seq) -> bool:
+        return False  # the bug: the pool's size is never compared with the request's peak
+
+
+BIG_FIRST = Workload(  # 'big' needs 7 pages of the 5 usable, and arrives ahead of 'small'
+    "big-first",
+    Limits(batch_limit=2, page_size=4, pool_pages=6),
+    (Request("big", 0, 24, 2), Request("small", 0, 4, 2)),
+    allow_infeasible=True,
+)
+
+
 THREE_DECODES = Workload(  # three requests grow into a full pool together and need a page at once
     "three-decodes",
     Limits(batch_limit=3, page_size=2, pool_pages=7),
@@ -78,5 +103,7 @@ THREE_DECODES = Workload(  # three requests grow into a full pool together and n
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("engine: deferred frees", "preempted pages come back only after the step: a cascade",
            "LIVE-4", write=engine_log(DefersPreemptedFrees, THREE_DECODES)),
+    Mutant("engine: infeasible at the head", "a request larger than the pool blocks the queue",
+           "LIVE-5", write=engine_log(KeepsInfeasibleAtHead, BIG_FIRST)),
 )  # fmt: skip
 """This module's mutants, for the zoo (:mod:`.zoo`)."""

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import AdmissionOrder, Batching, Chunking, PageAdmission, Victim
+from kvsched.spec.vocabulary import (
+    AdmissionOrder,
+    Batching,
+    Chunking,
+    PageAdmission,
+    Rejection,
+    Victim,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,9 @@ class EngineConfig:
     admit_after_preemption: bool = False
     """Admit in a ``schedule()`` that preempted, as vidur's Sarathi scheduler does; vLLM does
     not. With it a request can be preempted and re-admitted forever (LIVE-3, spec/proofs.md 8.3)."""
+    rejects_infeasible: Rejection = "at-head"
+    """When a request the pool can never hold (semantics.md 1.2) is finished without its
+    output: as it comes to the head of the queue, or as it arrives (LIVE-5)."""
     name: str = "engine"
 
     def __post_init__(self) -> None:
@@ -65,6 +75,7 @@ class EngineConfig:
             # under a budget skip one that does not fit for the next that does.
             serves_running=self.batching == "mixed"
             and (self.chunking == "all" or self.token_budget is None),
+            rejects_infeasible=self.rejects_infeasible,
         )
 
 
