@@ -224,6 +224,31 @@ CATALOGUE: tuple[Invariant, ...] = (
         layer="liveness",
     ),
     Invariant(
+        "LIVE-4",
+        "No preemption for nothing: an iteration that preempts and computes nothing needed its "
+        "last preemption",
+        "An engine whose preemptions do not make room in their own step (vLLM's deferred frees, "
+        "#49674) preempts request after request down the running queue and computes nothing: "
+        "every victim recomputes, and the cascade can repeat step after step.",
+        ("any",),
+        "checks/monitor/futile.py no_preemption_for_nothing (the monitor alone: the "
+        "reference's running loop preempts only while the pages do not fit, "
+        "reference/engine_scheduler/scheduler.py _run)",
+        layer="liveness",
+    ),
+    Invariant(
+        "LIVE-5",
+        "A request no scheduler can hold is rejected or aborted as the target declares, and "
+        "blocks no request behind it",
+        "A request larger than the whole pool but within the model's length, left at the head "
+        "of the queue, is retried every step and blocks everyone behind it forever (vLLM "
+        "#39734).",
+        ("any",),
+        "checks/monitor/infeasible.py infeasible_requests_are_rejected; the reference rejects "
+        "as declared (reference/engine_scheduler/scheduler.py _reject)",
+        layer="liveness",
+    ),
+    Invariant(
         "PROTO-1",
         "The scheduler answers every call with a well-formed value and does not raise",
         "A scheduler that crashes or returns garbage cannot be judged on the rest.",

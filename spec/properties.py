@@ -26,7 +26,7 @@ from typing import Annotated, Any, NewType, TypeGuard, get_type_hints
 import msgspec
 from msgspec import Meta
 
-from .vocabulary import AdmissionOrder, BudgetMode, Chunking, PageAdmission, Restart
+from .vocabulary import AdmissionOrder, BudgetMode, Chunking, PageAdmission, Rejection, Restart
 from .workload import Limits, Request, pages_for
 
 Positive = Annotated[int, Meta(ge=1)]
@@ -306,6 +306,16 @@ class TargetProperties:
             relaxes=("REQ-2", "BATCH-3", "LIVE-2"),
         ),
     ] = False
+    rejects_infeasible: Annotated[
+        Rejection,
+        declare(
+            "When a request whose peak pages exceed the pool (a workload that allows them, "
+            'semantics.md 1.2) is finished without its output: "at-head", by the end of the '
+            "iteration after the one that leaves it at the head of the queue (as a fix "
+            'proposed to vLLM fails it when its schedule comes to it); "at-arrival", in the '
+            "iteration it arrives (LIVE-5)."
+        ),
+    ] = "at-head"
 
     def __post_init__(self) -> None:
         for name, default in _defaults():

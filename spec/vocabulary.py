@@ -99,7 +99,14 @@ Restart = Literal["recompute", "fold"]
 it keeps its prompt and its output so far and computes both again. ``fold`` (vidur's
 ``Request.restart()``): the tokens it had processed become its prompt, so a prefill cut short
 comes back as a shorter prompt and produces the rest of the old prompt as output tokens."""
+
 RESTARTS: tuple[Restart, ...] = get_args(Restart)
+
+Rejection = Literal["at-head", "at-arrival"]
+"""When a target finishes a request no scheduler can serve, one whose peak pages exceed the pool
+(spec/semantics.md 1.2, LIVE-5): ``at-head``, within the iteration after the one that leaves it
+at the head of the queue (a fix proposed to vLLM fails it as it comes to schedule it), or
+``at-arrival``, in the iteration it arrives (rejected when it is added, never queued behind)."""
 
 PageAdmission = Literal["lazy", "peak"]
 """``peak``: the lesson's commitment of peak pages at admission (3.2); ``lazy``: pages taken as

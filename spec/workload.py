@@ -72,6 +72,9 @@ class Workload:
     description: str = ""
     percentile_method: PercentileMethod = DEFAULT_PERCENTILE_METHOD
     """How its P50 and P95 waits are taken (section 7.4): the convention its figures use."""
+    allow_infeasible: bool = False
+    """Whether it may hold requests whose peak pages exceed the pool (section 1.2): requests no
+    scheduler can serve, which a target must reject or abort as it declares (LIVE-5)."""
 
     def request(self, request_id: str) -> Request:
         for request in self.requests:
@@ -101,7 +104,15 @@ def peak_pages(request: Request, page_size: int) -> int:
     return pages_for(request.prompt_tokens + request.output_tokens, page_size)
 
 
-_TOP_FIELDS = {"format", "name", "description", "percentile_method", "limits", "requests"}
+_TOP_FIELDS = {
+    "format",
+    "name",
+    "description",
+    "percentile_method",
+    "allow_infeasible",
+    "limits",
+    "requests",
+}
 
 
 def load_workload(path: str | Path) -> Workload:
@@ -139,19 +150,27 @@ def parse_workload(document: Any, source: str = "<workload>", empty: bool = Fals
             f"{source}: field 'percentile_method' is {method!r}, not one of numpy's percentile "
             f"methods: {', '.join(PERCENTILE_METHODS)} (default {DEFAULT_PERCENTILE_METHOD})"
         )
+    allow_infeasible = document.get("allow_infeasible", False)
+    if type(allow_infeasible) is not bool:
+        raise WorkloadError(
+            f"{source}: field 'allow_infeasible' must be true or false, got "
+            f"{json_kind(allow_infeasible)} {shown_value(allow_infeasible)}"
+        )
     limits = _parse_limits(document["limits"], source)
     if empty and document["requests"] != []:
         raise WorkloadError(
             f"{source}: field 'requests' must be [] where requests are declared as they come"
         )
     requests = () if empty else _parse_requests(document["requests"], source)
-    _check_fits(requests, limits, source)
+    if not allow_infeasible:
+        _check_fits(requests, limits, source)
     return Workload(
         name=name,
         limits=limits,
         requests=requests,
         description=description,
         percentile_method=method,
+        allow_infeasible=allow_infeasible,
     )
 
 
@@ -168,6 +187,8 @@ def workload_to_json(workload: Workload) -> dict[str, Any]:
     }
     if workload.percentile_method != DEFAULT_PERCENTILE_METHOD:
         document["percentile_method"] = workload.percentile_method
+    if workload.allow_infeasible:  # written only when set: other files stay as they were
+        document["allow_infeasible"] = True
     return document | {
         "limits": {
             "batch_limit": workload.limits.batch_limit,
@@ -267,17 +288,26 @@ _PROMPT, _OUTPUT = REQUEST_NUMBERS["prompt_tokens"], REQUEST_NUMBERS["output_tok
 
 def _check_fits(requests: tuple[Request, ...], limits: Limits, source: str) -> None:
     for index, request in enumerate(requests):
-        if peak_pages(request, limits.page_size) > limits.pool_pages:  # the label only then
+        if infeasible(request, limits):  # the label only then
             check_fits(request, limits, f"{source}: request #{index} ('{request.id}')")
 
 
+def infeasible(request: Request, limits: Limits) -> bool:
+    """Whether ``request`` is one no scheduler can hold: its peak pages exceed the pool (sections
+    1 and 1.2). The one test of it: the loader refuses such a request unless the workload allows
+    it, and the monitor and the reference read it the same."""
+    return peak_pages(request, limits.page_size) > limits.pool_pages
+
+
 def check_fits(request: Request, limits: Limits, label: str) -> None:
-    """A request that can never fit the pool would wait forever; reject it up front (section 1)."""
-    needed = peak_pages(request, limits.page_size)
-    if needed > limits.pool_pages:
+    """A request that can never fit the pool would wait forever; reject it up front (section 1),
+    unless the workload allows it (``allow_infeasible``, section 1.2)."""
+    if infeasible(request, limits):
+        needed = peak_pages(request, limits.page_size)
         raise WorkloadError(
             f"{label}: needs {needed} pages at its peak "
             f"({request.prompt_tokens} prompt + {request.output_tokens} output tokens, "
             f"page size {limits.page_size}) but limits.pool_pages is {limits.pool_pages}; "
-            "it could never be admitted"
+            "it could never be admitted (set the workload's allow_infeasible to judge how a "
+            "target rejects such requests)"
         )

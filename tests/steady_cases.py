@@ -140,6 +140,24 @@ def arriving_at(rows: Rows, rid: str, arrival: int) -> Rows:
     return rows
 
 
+def infeasible_last(rows: Rows) -> Rows:
+    """The same log with one more request, no scheduler can hold, arriving after every other
+    (the workload allows it): it waits at the head of the queue once the others are admitted,
+    and is never rejected while the rest decode on steady lines (LIVE-5)."""
+    workload = rows[0]["workload"]
+    workload["allow_infeasible"] = True
+    limits = workload["limits"]
+    prompt = limits["pool_pages"] * limits["page_size"] + 1
+    last = max(request["arrival"] for request in workload["requests"])
+    workload["requests"].append(
+        {"id": "huge", "arrival": last, "prompt_tokens": prompt, "output_tokens": 1}
+    )
+    for line in iterations(rows):
+        if line["iteration"] > last:
+            line["waiting"] = [*line.get("waiting", []), "huge"]
+    return rows
+
+
 PLAIN = TargetProperties(policy="continuous")
 
 
@@ -153,6 +171,7 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_chunked_as_declared": lambda: chunks_undeclared_by_name(),
     "_queue_adds_up": lambda: queue_short(clean_rows()),
     "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
+    "_none_infeasible": lambda: infeasible_last(clean_rows()),
     # r3 is admitted in iteration 5 while r5, first by priority, waits.
     "_admits_in_order/priority": lambda: by_priority(clean_rows(), "r5"),
     # A slot is idle in iteration 3, which admits no one, while r5, the head by priority, fits.

@@ -82,8 +82,11 @@ class OrderRules:
 
     def _least(self, admitted: frozenset[str]) -> str | None:
         """The least key among the waiting and the ``admitted`` not yet accounted for."""
-        status = self.ledger.status
-        while self.heap and not (status(self.heap[0][2]) is WAITING or self.heap[0][2] in admitted):
+        status, infeasible = self.ledger.status, self.ledger.infeasible
+        while self.heap and (
+            not (status(self.heap[0][2]) is WAITING or self.heap[0][2] in admitted)
+            or self.heap[0][2] in infeasible  # LIVE-5's: rejected, never served (1.2)
+        ):
             heapq.heappop(self.heap)
         return self.heap[0][2] if self.heap else None
 
@@ -125,10 +128,15 @@ class OrderRules:
             if (reported[0] if reported else next(iter(arrivals), None)) == order[0]:
                 return None
         preempted, admitted, status = set(out), set(order), self.ledger.status
+        # A request no scheduler can hold is to be rejected, not served: whoever is admitted
+        # overtakes it rightly, and LIVE-5 judges how long it stays (semantics.md 1.2).
+        infeasible = self.ledger.infeasible
         queue: Iterator[str] = (
             rid
             for rid in chain(self.reported, arrivals)
-            if rid not in preempted and (status(rid) is WAITING or rid in admitted)
+            if rid not in preempted
+            and (status(rid) is WAITING or rid in admitted)
+            and rid not in infeasible
         )
         for rid in order:
             if rid in preempted:

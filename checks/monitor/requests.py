@@ -18,7 +18,7 @@ from kvsched.checks.monitor.restarts import EARLY_STOP_HINT, restart_hint
 from kvsched.reference.record import Records
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import FINISHED, NOT_ARRIVED, RUNNING, WAITING, RequestStatus
-from kvsched.spec.workload import Request, Workload, arrival_order
+from kvsched.spec.workload import Request, Workload, arrival_order, infeasible
 
 
 class RequestLedger:
@@ -30,6 +30,7 @@ class RequestLedger:
         self.properties, self.applicable = properties, applicable
         self.page_size = workload.limits.page_size
         self.usable = properties.usable_pages(workload.limits)
+        self.limits = workload.limits
         self.records = Records(properties, self.page_size)
         self.live = self.records.live  # declared and not finished, in the workload's order
         self.finished: set[str] = set()
@@ -42,6 +43,10 @@ class RequestLedger:
         self.bound = self.latest = 0  # LIVE-1 (3.6): the latest arrival, prefills and outputs
         self.forgetters: list[Callable[[str], None]] = []  # told of each finished request
         self.tally = Tally()  # what the declarations excused, counted where each is applied
+        # Requests no scheduler can hold (semantics.md 1.2), unfinished, each with the iteration
+        # that left it at the head of the queue (0: not yet): LIVE-5's, and REQ-2 lets them
+        # finish without their output, from the queue too.
+        self.infeasible: dict[str, int] = {}
         for request in workload.requests:  # the records in the workload's order
             self.records.declare(request)
         for request in arrival_order(workload.requests):
@@ -58,6 +63,8 @@ class RequestLedger:
             del self.arrivals[: self.next_arrival]
             self.next_arrival = 0
         self.arrivals.append(request)
+        if infeasible(request, self.limits):
+            self.infeasible[request.id] = 0
         chunks = self.properties.prefill_iterations(request.prompt_tokens)
         self.bound += max(0, request.arrival - self.latest) + request.output_tokens + chunks
         self.tally.allowance += chunks
@@ -239,7 +246,10 @@ class RequestLedger:
                 )
         for rid in ids:
             state = self.status(rid)  # 4.9: declared, an abort may take it from the queue
-            if state is not RUNNING and not (state is WAITING and self.properties.stops_early):
+            # A request no scheduler can hold is rejected or aborted, from the queue too (1.2).
+            rejected = rid in self.infeasible
+            stops = self.properties.stops_early or rejected
+            if state is not RUNNING and not (state is WAITING and stops):
                 early = EARLY_STOP_HINT if state is WAITING else ""
                 return _found(
                     "REQ-2",
@@ -250,7 +260,7 @@ class RequestLedger:
                 )
             record = live[rid]
             wanted, made = record.output_length(), record.generated  # 4.9: up to the most
-            if made > wanted or (made < wanted and not self.properties.stops_early):
+            if made > wanted or (made < wanted and not stops):
                 early = "" if made > wanted else EARLY_STOP_HINT
                 return _found(
                     "REQ-2",
@@ -259,7 +269,7 @@ class RequestLedger:
                     f"{made} of its {wanted} output tokens{self.fold_hint(rid) or early}",
                     rid,
                 )
-            if made < wanted:  # the one place an early stop is excused
+            if made < wanted and not rejected:  # the one place an early stop is excused
                 self.tally.stop_early(made, state is WAITING)
             self.leave(rid, state is WAITING)
         return None
@@ -275,6 +285,8 @@ class RequestLedger:
         self.records.finish(rid)
         self.finished.add(rid)
         self.cut.pop(rid, None)
+        if self.infeasible:
+            self.infeasible.pop(rid, None)
         for forget in self.forgetters:
             forget(rid)
 

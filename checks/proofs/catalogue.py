@@ -80,6 +80,8 @@ NOT_COVERED = {
     "BATCH-5": "the model has no prefill chunks",
     "LIVE-2": "not modelled: the model's policies admit whenever the head fits (LIVE-1 is proved)",
     "LIVE-3": "not modelled: the model's policies never preempt",
+    "LIVE-4": "not modelled: the model's policies never preempt",
+    "LIVE-5": "not modelled: the model's workloads fit the pool",
 }
 """Catalogue invariants these proofs do not speak about, and why (spec/proofs.md, section 3)."""
 

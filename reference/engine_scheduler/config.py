@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import AdmissionOrder, Batching, Chunking, PageAdmission, Victim
+from kvsched.spec.vocabulary import (
+    AdmissionOrder,
+    Batching,
+    Chunking,
+    PageAdmission,
+    Rejection,
+    Victim,
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,9 @@ class EngineConfig:
     running order; the others wait, while admissions are not capped (a cap on partial prefills
     in flight, as vLLM v0's ``max_num_partial_prefills`` names it). ``None``: no cap, as in
     vLLM 0.33, whose v1 scheduler has no such option."""
+    rejects_infeasible: Rejection = "at-head"
+    """When a request the pool can never hold (semantics.md 1.2) is finished without its
+    output: as it comes to the head of the queue, or as it arrives (LIVE-5)."""
     name: str = "engine"
 
     def __post_init__(self) -> None:
@@ -87,6 +97,7 @@ class EngineConfig:
             # under a budget skip one that does not fit for the next that does.
             serves_running=self.batching == "mixed"
             and (self.chunking == "all" or self.token_budget is None),
+            rejects_infeasible=self.rejects_infeasible,
         )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
-from kvsched.spec.workload import Limits, Request, pages_for, peak_pages
+from kvsched.spec.workload import Limits, Request, infeasible, pages_for, peak_pages
 
 from .blocks import BlockManager, PageKey
 from .config import VLLM_V1, EngineConfig
@@ -59,6 +59,8 @@ class EngineScheduler:
         self.running: list[Seq] = []  # admission order
         self.seqs: dict[str, Seq] = {}
         self.committed = 0  # peak pages of the batch, under peak admission only
+        self.rejected: list[str] = []  # finished without output in this iteration (LIVE-5)
+        self.unservable = 0  # requests waiting that the pool can never hold (LIVE-5)
 
     @classmethod
     def configured(cls, config: EngineConfig) -> type[EngineScheduler]:
@@ -73,10 +75,18 @@ class EngineScheduler:
         seq = Seq(request, len(self.seqs))
         self.seqs[request.id] = seq
         self.waiting.append(seq)
+        if self._infeasible(seq):
+            self.unservable += 1
+            if self.config.rejects_infeasible == "at-arrival":
+                self._reject(seq)  # LIVE-5: never queued in front of anyone
 
     def schedule(self) -> ScheduledBatch:
         cfg = self.config
         step = Step(cfg.token_budget if cfg.token_budget is not None else UNBOUNDED)
+        # LIVE-5, "at-head": a request the pool can never hold is failed as it comes to be
+        # scheduled, before anything waits behind it for another step.
+        while self.unservable and (queue := self._queue()) and self._infeasible(queue[0]):
+            self._reject(queue[0])
         # vLLM 0.33 caps a chunk (long_prefill_token_threshold) only while another request runs
         # or waits: a request alone starves nobody.
         if cfg.prefill_chunk is not None and len(self.running) + len(self.waiting) > 1:
@@ -113,7 +123,8 @@ class EngineScheduler:
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         for rid, count in output.tokens.items():
             self.seqs[rid].append(count)
-        freed = {}
+        freed: dict[str, tuple[int, ...]] = {}
+        rejected, self.rejected = self.rejected, []
         for rid in output.stopped:
             seq = self.seqs[rid]
             self.running.remove(seq)
@@ -123,7 +134,23 @@ class EngineScheduler:
             seq.table = []
             if self.config.admission == "peak":
                 self.committed -= peak_pages(seq.request, self.limits.page_size)
-        return StepOutcome(tuple(output.stopped), freed, self.blocks.free_count)
+        finished = (*output.stopped, *rejected)
+        return StepOutcome(tuple(finished), freed, self.blocks.free_count)
+
+    # requests no scheduler can hold (semantics.md 1.2) -----------------------------------------
+    def _infeasible(self, seq: Seq) -> bool:
+        """Whether the pool can never hold ``seq`` at its peak (its most output: vLLM's
+        ``max_tokens``, the one place the output length is read for it), as the workload's
+        own rule says (semantics.md 1.2)."""
+        return infeasible(seq.request, self.limits)
+
+    def _reject(self, seq: Seq) -> None:
+        """LIVE-5: a waiting request the pool can never hold leaves the queue unserved and is
+        reported finished, holding nothing, in this iteration's update."""
+        self.waiting.remove(seq)
+        seq.status = Status.FINISHED
+        self.rejected.append(seq.id)
+        self.unservable -= 1
 
     # running requests -------------------------------------------------------------------------
     def _run(self, step: Step, seqs: Iterable[Seq]) -> None:
@@ -213,6 +240,9 @@ class EngineScheduler:
         if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
             return  # before the queue is copied (sorted, in some orders) for nothing
         for seq in list(self._queue()):
+            if self.unservable and self._infeasible(seq):
+                self._reject(seq)  # LIVE-5: failed as it comes to be scheduled, blocking no one
+                continue
             if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
                 return
             hits = self._hits(seq)
