@@ -16,6 +16,7 @@ from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.mutants.engine import engine_log
 from kvsched.checks.mutants.stalls import BIG_FIRST, KeepsInfeasibleAtHead
+from kvsched.cli import main
 from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import CONFIGS, EngineConfig, EngineScheduler
 from kvsched.spec.invariants import BY_ID
@@ -137,3 +138,22 @@ def test_a_log_declaring_its_requests_as_they_come_may_declare_one_too(tmp_path:
     refused.write_text(log.read_text().replace('"allow_infeasible":true,', "", 1))
     with pytest.raises(EventLogError, match=r"line 2: needs 11 pages.*allow_infeasible"):
         check_log(refused)
+
+
+# A class checked on such a workload -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("target", "code", "first"),
+    [("KeepsInfeasibleAtHead", 1, "LIVE-5"), ("V1", 0, None)],
+)
+def test_a_class_is_checked_on_a_workload_that_allows_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, code: int, first: str | None
+) -> None:
+    # The workload's flag reaches `kvsched check CLASS --workload`: no refusal (exit 2) for a
+    # request only LIVE-5 may judge, and the engine that keeps it at the head fails LIVE-5 there.
+    path = tmp_path / "big-first.json"
+    path.write_text(json.dumps(workload_to_json(BIG_FIRST)), encoding="utf-8")
+    module = "kvsched.checks.mutants.stalls" if target != "V1" else "kvsched.checks.mutants.engine"
+    argv = ["check", f"{module}:{target}", "--workload", str(path), "--no-hypothesis"]
+    assert main(argv) == code
+    out = capsys.readouterr().out
+    assert first is None or f"VIOLATION found: {first}" in out, out
