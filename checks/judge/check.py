@@ -220,7 +220,12 @@ def check_scheduler(
     number of symbolic requests of the Z3 induction proofs a clean verdict cites, 0 for none (only
     the reference schedulers have models). The verdict is built once, from all of it.
     """
-    trial = Trial(deadline.factory(factory), policy, properties, options, deadline)
+    # A learner's search does not climb. Its runs are hosted, one round trip an iteration, and
+    # cost the square of their size; the climb towards crowded runs was two thirds of a
+    # learner's check, and the learner's mutants are caught without it. A class keeps it: the
+    # crowd its size-dependent bugs need is reached by climbing.
+    climb = kind != "learner"
+    trial = Trial(deadline.factory(factory), policy, properties, options, deadline, climb)
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:
         given = options.workload

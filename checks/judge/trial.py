@@ -41,6 +41,8 @@ class Trial:
     properties: TargetProperties | None
     options: CheckOptions
     deadline: Deadline
+    climb: bool = True
+    """Whether the search steers with Hypothesis's targeting (``explore.search``'s ``climb``)."""
 
     def measured(
         self, workload: Workload
@@ -73,6 +75,7 @@ class Trial:
             until=options.until,
             # A search for a smaller witness may stop at any time: the violation is known.
             minimum=options.minimum_examples if invariant is None else 0,
+            climb=self.climb,
         )
 
     def violation(

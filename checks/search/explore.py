@@ -136,6 +136,7 @@ def search(
     seed: int | None = None,
     until: float | None = None,
     minimum: int = 0,
+    climb: bool = True,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -150,6 +151,8 @@ def search(
     budget stops no search before ``minimum`` examples have run, so a target that spends the
     time in its own calls cannot starve the search into a clean result: its slowness is charged
     to it, as the check's overall budget ending the run (an inconclusive verdict).
+    ``climb``: steer the search with Hypothesis's targeting (:func:`.corners.aim`); without it
+    the search has no target phase and spends its examples on fresh draws.
     """
     # The known boundary shapes come first in the default search, and in a search for a smaller
     # witness of a known violation, whatever workloads it draws: each is a witness of 2 or 3
@@ -178,7 +181,7 @@ def search(
         excused += seen
         coverage += reached(result)
         reserved = len(properties.reserved_pages) if properties is not None else 0
-        aim(result, workload.limits.pool_pages - reserved, corners)
+        aim(result, workload.limits.pool_pages - reserved, corners, climb)
         if finding is None:
             return
         if locked is None:
