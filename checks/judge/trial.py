@@ -43,6 +43,8 @@ class Trial:
     deadline: Deadline
     climb: bool = True
     """Whether the search steers with Hypothesis's targeting (``explore.search``'s ``climb``)."""
+    rerun: bool = True
+    """Whether the search judges again a workload it judged clean (``explore.search``'s)."""
 
     def measured(
         self, workload: Workload
@@ -76,6 +78,7 @@ class Trial:
             # A search for a smaller witness may stop at any time: the violation is known.
             minimum=options.minimum_examples if invariant is None else 0,
             climb=self.climb,
+            rerun=self.rerun,
         )
 
     def violation(

@@ -59,7 +59,7 @@ from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.vocabulary import DEFAULT_PROFILE
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Limits, Request, Workload
 
 if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -137,6 +137,7 @@ def search(
     until: float | None = None,
     minimum: int = 0,
     climb: bool = True,
+    rerun: bool = True,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -152,7 +153,11 @@ def search(
     time in its own calls cannot starve the search into a clean result: its slowness is charged
     to it, as the check's overall budget ending the run (an inconclusive verdict).
     ``climb``: steer the search with Hypothesis's targeting (:func:`.corners.aim`); without it
-    the search has no target phase and spends its examples on fresh draws.
+    the search has no target phase and spends its examples on fresh draws. ``rerun``: judge
+    again a workload the search already judged clean (Hypothesis draws some twice: a mutation,
+    or choices that differ only past what the size budget keeps); without it each is judged
+    once, which trusts the target to answer a workload the same way every time: one drawn
+    again counts as an example, as it does when it is run, and takes its first run's verdict.
     """
     # The known boundary shapes come first in the default search, and in a search for a smaller
     # witness of a known violation, whatever workloads it draws: each is a witness of 2 or 3
@@ -169,12 +174,16 @@ def search(
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
     failed = False
     corners = targeted(properties)
+    clean: set[tuple[Limits, tuple[Request, ...]]] = set()  # judged clean, when not rerun
 
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed, coverage
         runs.spend(until, failed or examples < minimum)
         examples += 1
         progress.advance(examples)
+        drawn = (workload.limits, workload.requests)
+        if drawn in clean:
+            return  # judged clean already: a run would answer the same
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
@@ -183,6 +192,8 @@ def search(
         reserved = len(properties.reserved_pages) if properties is not None else 0
         aim(result, workload.limits.pool_pages - reserved, corners, climb)
         if finding is None:
+            if not rerun:
+                clean.add(drawn)
             return
         if locked is None:
             locked = finding.invariant
