@@ -173,27 +173,21 @@ def search(
     wanted = f" breaking {invariant}" if invariant else ""
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
     failed = False
-    corners = targeted(properties)
-    clean: set[tuple[Limits, tuple[Request, ...]]] = set()  # judged clean, when not rerun
+    corners = targeted(properties) if climb else None
 
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed, coverage
         runs.spend(until, failed or examples < minimum)
         examples += 1
         progress.advance(examples)
-        drawn = (workload.limits, workload.requests)
-        if drawn in clean:
-            return  # judged clean already: a run would answer the same
         workload = _beside_reserved(workload, properties)
         result = run(workload, factory, policy=policy, properties=properties)
         finding, seen = watch_run(result, properties)
         excused += seen
         coverage += reached(result)
         reserved = len(properties.reserved_pages) if properties is not None else 0
-        aim(result, workload.limits.pool_pages - reserved, corners, climb)
+        aim(result, workload.limits.pool_pages - reserved, corners)
         if finding is None:
-            if not rerun:
-                clean.add(drawn)
             return
         if locked is None:
             locked = finding.invariant
@@ -203,9 +197,25 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
+    passed: set[tuple[Limits, tuple[Request, ...]]] = set()
+
+    def judge_once(workload: Workload) -> None:
+        """:func:`judge`, but a workload that passed it before takes that verdict, unrun. A
+        test function of its own: Hypothesis seeds a derandomized search from the test's
+        source, and a class's search keeps drawing what it drew."""
+        nonlocal examples
+        key = (workload.limits, workload.requests)
+        if key in passed:
+            examples += 1
+            progress.advance(examples)
+            return
+        judge(workload)
+        passed.add(key)  # judge returned: no violation, or not of the invariant locked for good
+
     judged = False  # a reproduce line made a workload of some share's strategy
     for drawn, count in _shares(strategy, profile, config.max_examples):
-        test = settings(config, max_examples=count)(given(drawn)(judge))
+        tested = judge if rerun else judge_once
+        test = settings(config, max_examples=count)(given(drawn)(tested))
         if reproduce is not None:
             test = reproduce_failure(*parse_reproduce(reproduce))(test)
         for shape in reversed(shapes):  # decorators apply bottom-up: run in order
