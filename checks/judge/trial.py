@@ -41,6 +41,10 @@ class Trial:
     properties: TargetProperties | None
     options: CheckOptions
     deadline: Deadline
+    climb: bool = True
+    """Whether the search steers with Hypothesis's targeting (``explore.search``'s ``climb``)."""
+    rerun: bool = True
+    """Whether the search judges again a workload it judged clean (``explore.search``'s)."""
 
     def measured(
         self, workload: Workload
@@ -73,6 +77,8 @@ class Trial:
             until=options.until,
             # A search for a smaller witness may stop at any time: the violation is known.
             minimum=options.minimum_examples if invariant is None else 0,
+            climb=self.climb,
+            rerun=self.rerun,
         )
 
     def violation(

@@ -220,10 +220,11 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
     return counts
 
 
-def aim(result: Run, usable: int, corners: tuple[str, ...]) -> None:
+def aim(result: Run, usable: int, corners: tuple[str, ...] | None) -> None:
     """Count the run's corners in Hypothesis's statistics and steer the search towards them:
     crowded runs, where size-dependent bugs live, and ``corners`` of :func:`run_corners`
-    (:func:`targeted`). ``usable`` is the pool less the target's reserved pages."""
+    (:func:`targeted`); ``None`` steers nowhere (a search that does not climb). ``usable`` is
+    the pool less the target's reserved pages."""
     workload, events = result.workload, result.events
     for corner in drawn_corners(workload):
         event(corner)
@@ -233,6 +234,8 @@ def aim(result: Run, usable: int, corners: tuple[str, ...]) -> None:
     for corner, count in reached.items():
         if count:
             event(corner)
+    if corners is None:
+        return
     target(max(len(e.active) for e in events), label="active requests")
     for corner in corners:
         target(reached[corner], label=corner)

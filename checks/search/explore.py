@@ -59,7 +59,7 @@ from kvsched.reference.engine import run
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.vocabulary import DEFAULT_PROFILE
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Limits, Request, Workload
 
 if sys.version_info < (3, 11):  # Hypothesis depends on the backport there
     from exceptiongroup import BaseExceptionGroup
@@ -136,6 +136,8 @@ def search(
     seed: int | None = None,
     until: float | None = None,
     minimum: int = 0,
+    climb: bool = True,
+    rerun: bool = True,
 ) -> SearchResult:
     """Run ``factory``'s scheduler on generated workloads until one breaks an invariant.
 
@@ -150,6 +152,12 @@ def search(
     budget stops no search before ``minimum`` examples have run, so a target that spends the
     time in its own calls cannot starve the search into a clean result: its slowness is charged
     to it, as the check's overall budget ending the run (an inconclusive verdict).
+    ``climb``: steer the search with Hypothesis's targeting (:func:`.corners.aim`); without it
+    the search has no target phase and spends its examples on fresh draws. ``rerun``: judge
+    again a workload the search already judged clean (Hypothesis draws some twice: a mutation,
+    or choices that differ only past what the size budget keeps); without it each is judged
+    once, which trusts the target to answer a workload the same way every time: one drawn
+    again counts as an example, as it does when it is run, and takes its first run's verdict.
     """
     # The known boundary shapes come first in the default search, and in a search for a smaller
     # witness of a known violation, whatever workloads it draws: each is a witness of 2 or 3
@@ -165,7 +173,7 @@ def search(
     wanted = f" breaking {invariant}" if invariant else ""
     progress.phase(f"{policy or 'declared'}: Hypothesis examples{wanted}", config.max_examples)
     failed = False
-    corners = targeted(properties)
+    corners = targeted(properties) if climb else None
 
     def judge(workload: Workload) -> None:
         nonlocal examples, locked, excused, failed, coverage
@@ -189,9 +197,25 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
+    passed: set[tuple[Limits, tuple[Request, ...]]] = set()
+
+    def judge_once(workload: Workload) -> None:
+        """:func:`judge`, but a workload that passed it before takes that verdict, unrun. A
+        test function of its own: Hypothesis seeds a derandomized search from the test's
+        source, and a class's search keeps drawing what it drew."""
+        nonlocal examples
+        key = (workload.limits, workload.requests)
+        if key in passed:
+            examples += 1
+            progress.advance(examples)
+            return
+        judge(workload)
+        passed.add(key)  # judge returned: no violation, or not of the invariant locked for good
+
     judged = False  # a reproduce line made a workload of some share's strategy
     for drawn, count in _shares(strategy, profile, config.max_examples):
-        test = settings(config, max_examples=count)(given(drawn)(judge))
+        tested = judge if rerun else judge_once
+        test = settings(config, max_examples=count)(given(drawn)(tested))
         if reproduce is not None:
             test = reproduce_failure(*parse_reproduce(reproduce))(test)
         for shape in reversed(shapes):  # decorators apply bottom-up: run in order
