@@ -159,6 +159,27 @@ def test_a_request_sglang_never_admits_is_refused(tmp_path: Path) -> None:
         _record(workload, tmp_path / "run.jsonl", token_budget=32)
 
 
+@needs_sglang
+def test_a_prefix_computed_side_by_side_is_refused_not_misrecorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a and b arrive together and compute their shared 16 tokens in one prefill; when b's KV
+    # goes into the tree, SGLang swaps b's first pages for a's copies: a change in the middle of
+    # b's table that a version-2 log cannot say: exit 2, naming it.
+    workload = tmp_path / "side.json"
+    group = '"prefix_group": "s", "prefix_tokens": 16'
+    workload.write_text(
+        '{"format": 1, "name": "side", "limits": {"batch_limit": 4, "page_size": 4, '
+        '"pool_pages": 40}, "requests": ['
+        f'{{"id": "a", "arrival": 0, "prompt_tokens": 20, "output_tokens": 4, {group}}}, '
+        f'{{"id": "b", "arrival": 0, "prompt_tokens": 20, "output_tokens": 4, {group}}}]}}'
+    )
+    log = tmp_path / "run.jsonl"
+    code = main(["record", "sglang", str(workload), "-o", str(log), "--token-budget", "64"])
+    assert code == 2
+    assert "replaced pages of 'b'" in capsys.readouterr().err
+
+
 # Bugs planted in SGLang's own code from outside, as a patched release would ship them.
 
 
