@@ -131,6 +131,8 @@ def record(workload: Workload, writer: LogWriter, options: RecordOptions) -> Non
             f"{options.token_budget}: SGLang's decode step is not bound by its prefill budget, "
             "so a full batch would compute more tokens than the log declares; raise the budget"
         )
+    if not options.chunked_prefill:
+        _check_budget(workload, options.token_budget)
     longest = max(r.prompt_tokens + r.output_tokens for r in workload.requests)
     override = publish_config(sglang, limits.page_size, options.policy == "priority")
     try:
@@ -491,6 +493,20 @@ def _check_fits(workload: Workload, clip: int) -> None:
                 f"and a page of {limits.page_size} for alignment), and SGLang admits a request "
                 f"only below the pool's {usable} usable tokens (page 0 is its padding): it would "
                 f"wait forever; raise limits.pool_pages to at least {fits}"
+            )
+
+
+def _check_budget(workload: Workload, budget: int) -> None:
+    """Without chunking SGLang's ``PrefillAdder`` admits the first request of a batch whole,
+    whatever the budget: refuse a request whose prefill (its prompt and output but the last,
+    recomputed after a retraction) would compute more than the budget the log declares."""
+    for request in workload.requests:
+        tokens = request.prompt_tokens + request.output_tokens - 1
+        if tokens > budget:
+            raise RecorderError(
+                f"request {request.id!r} may prefill {tokens} tokens at once (its prompt and "
+                f"output after a retraction), more than --token-budget {budget}, and without "
+                "chunked prefill SGLang admits it whole: raise the budget"
             )
 
 

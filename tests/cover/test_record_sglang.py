@@ -180,6 +180,17 @@ def test_a_prefix_computed_side_by_side_is_refused_not_misrecorded(
     assert "replaced pages of 'b'" in capsys.readouterr().err
 
 
+@needs_sglang
+def test_whole_prompts_check_clean_under_a_budget_that_holds_them(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    workload = load_workload(EXAMPLES / "shared-prefix.json")
+    _record(workload, log, token_budget=128, chunked_prefill=False)
+    assert check_log(log) is None
+    # SGLang admits a batch's first prompt whole whatever the budget: refused below it.
+    with pytest.raises(RecorderError, match="raise the budget"):
+        _record(workload, tmp_path / "over.jsonl", token_budget=64, chunked_prefill=False)
+
+
 # Bugs planted in SGLang's own code from outside, as a patched release would ship them.
 
 
