@@ -76,6 +76,12 @@ def test_a_tight_pool_retracts_and_checks_clean(
     assert '"preempt"' in text and '["decode",' in text
     assert check_log(log) is None
     assert read_run(log)[0].drained
+    # The same with the radix cache off (SGLang's --disable-radix-cache): no prefix sharing.
+    log = tmp_path / "uncached.jsonl"
+    workload = load_workload(EXAMPLES / "tight-pool.json")
+    text = _record(workload, log, token_budget=32, prefix_caching=False)
+    assert '"preempt"' in text and '"share"' not in text
+    assert check_log(log) is None
 
 
 @needs_sglang
