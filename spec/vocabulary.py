@@ -34,7 +34,7 @@ Profile = Literal["ci", "dev", "thorough"]
 PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)
 DEFAULT_PROFILE: Profile = "ci"
 
-Engine = Literal["vllm", "nanovllm"]
+Engine = Literal["vllm", "nanovllm", "sglang"]
 """Engines ``kvsched record`` can drive (checks/record/): each writes a version-2 event log.
 ``nanovllm`` is driven from a checkout the user names (``--src``)."""
 ENGINE_NAMES: tuple[Engine, ...] = get_args(Engine)

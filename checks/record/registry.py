@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kvsched.checks.eventlog.writer import LogWriter
-from kvsched.checks.record import nanovllm, vllm
+from kvsched.checks.record import nanovllm, sglang, vllm
 from kvsched.checks.record.base import Recorder, RecordOptions
 from kvsched.spec.vocabulary import Engine
 from kvsched.spec.workload import Workload
@@ -13,6 +13,7 @@ from kvsched.spec.workload import Workload
 RECORDERS: dict[Engine, Recorder] = {
     "vllm": Recorder("vllm", vllm.properties, vllm.record),
     "nanovllm": Recorder("nanovllm", nanovllm.properties, nanovllm.record),
+    "sglang": Recorder("sglang", sglang.properties, sglang.record),
 }
 
 
