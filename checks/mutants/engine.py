@@ -151,6 +151,25 @@ class PreemptsOnLowPool(V1):
         super()._run(step, self.running)
 
 
+PREFILL_FIRST = EngineConfig(
+    token_budget=4, chunking="all", batching="prefill-first", prefix_caching=False,
+    watermark_pages=0, null_page=False, name="prefill-first-small",
+)  # fmt: skip
+
+
+class ReadmitsItsVictim(V1):
+    """Admits in a ``schedule()`` that preempted, which vLLM does not: a chunk that preempted
+    itself comes straight back and takes its pages from the decodes it starved, so the engine
+    cycles through the same states (the engine model's thrash, spec/proofs.md 8.3). Each
+    preemption frees what the next chunk uses: LIVE-4 has nothing to say, LIVE-3 does."""
+
+    config = PREFILL_FIRST
+    properties = PREFILL_FIRST.properties()
+
+    def _admit_unless_preempted(self, step: Step) -> None:
+        self._admit(step)  # the bug: admission after a preemption
+
+
 class ForgetsRunningRequests(V1):
     """Running requests are never scheduled again after their first chunk: nothing is stranded
     in the queue, but nothing finishes either. Declared without ``serves_running`` (as an engine
@@ -234,6 +253,8 @@ RESERVED = Workload(  # a reserves its prompt, computes one token, r's decode pr
     (Request("r", 0, 3, 6), Request("a", 0, 7, 1, "sys", 6), Request("b", 4, 7, 1, "sys", 6)),
 )
 LONG_ALONE = Workload("long-alone", Limits(1, 4, 5), (Request("a", 0, 12, 3),))
+THRASH = Workload("thrash", Limits(2, 1, 7), (Request("r0", 0, 3, 2), Request("r1", 0, 6, 1)))
+"""Prefill-first with no prefix cache cuts r1's chunk, which preempts itself (spec/proofs.md)."""
 ONE = Workload("one", Limits(1, 4, 4), (Request("a", 0, 4, 2),))
 TWO_PREFILLS = Workload(  # a and b prefill in chunks of 4 while c decodes behind them
     "two-prefills-and-a-decode",
@@ -280,8 +301,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "DEC-3", write=engine_log(TokenFromNothing, FULL_HIT)),
     Mutant("engine: KV past the table", "chunk pages counted with a floor", "PAGE-1",
            write=engine_log(WritesPastTable, SHARED)),
-    Mutant("engine: thrash", "a watermark applied to running requests preempts in a loop",
-           "LIVE-3", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
+    Mutant("engine: thrash", "admits after a preemption: a chunk that preempted itself comes "
+           "straight back", "LIVE-3", write=engine_log(ReadmitsItsVictim, THRASH)),
+    Mutant("engine: preempts for nothing", "a watermark applied to running requests preempts "
+           "though the next chunk fits", "LIVE-4", write=engine_log(PreemptsOnLowPool, LONG_ALONE)),
     Mutant("engine: skips past the cap", "a declared cap on partial prefills stops the whole "
            "running loop, so a decode waits too", "BATCH-6",
            write=engine_log(SkipsPastTheCap, TWO_PREFILLS)),

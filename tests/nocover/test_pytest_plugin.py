@@ -26,9 +26,9 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
         check=False, env=env,
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
-    # The reference: 18 invariants hold, BATCH-3, BATCH-5 and BATCH-6 do not apply to static
-    # batching. The mutant: REQ-2 fails, the 20 others do not apply or were not checked past it.
-    assert "1 failed, 18 passed, 23 skipped" in result.stdout
+    # The reference: 20 invariants hold, BATCH-3, BATCH-5 and BATCH-6 do not apply to static
+    # batching. The mutant: REQ-2 fails, the 22 others do not apply or were not checked past it.
+    assert "1 failed, 20 passed, 25 skipped" in result.stdout
     # Under the module's path below its import root, so the JUnit classname reads as one too.
     node = f"kvsched/checks/mutants/batching.py::kvsched[{MUTANTS}.batching:FinishesTwice]"
     assert f"FAILED {node}[continuous][REQ-2]" in result.stdout
