@@ -316,6 +316,15 @@ class TargetProperties:
             "iteration it arrives (LIVE-5)."
         ),
     ] = "at-head"
+    async_scheduling: Annotated[
+        bool,
+        declare(
+            "The target schedules step n + 1 before step n's writes complete (vLLM's "
+            "AsyncScheduler, eventlog.md 4.10): a page given back in an iteration may still be "
+            "written by the step in flight, so it is handed out again no earlier than two "
+            "iterations later (PAGE-7)."
+        ),
+    ] = False
 
     def __post_init__(self) -> None:
         for name, default in _defaults():
