@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.checks.eventlog.jsonl import check_log
+from kvsched.checks.eventlog.jsonl import write_log as write_run
 from kvsched.checks.eventlog.log_check import check_stream
-from kvsched.checks.mutants.inflight import MUTANTS
+from kvsched.checks.mutants.inflight import MUTANTS, FencesInFlightPages
+from kvsched.reference.engine import run
 from kvsched.spec.applicability import applicable
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.properties import TargetProperties, properties_to_json
@@ -123,3 +125,21 @@ def test_the_fenced_run_waits_an_iteration_and_is_clean(tmp_path: Path) -> None:
 def test_the_same_schedule_of_a_synchronous_target_is_clean(tmp_path: Path) -> None:
     lines = [LINES[0], LINES[1], LINES[3]]
     assert check_log(write_log(tmp_path / "sync.jsonl", SYNC, lines)) is None
+
+
+def test_an_iteration_spent_waiting_for_the_fence_grows_the_bound(tmp_path: Path) -> None:
+    # One usable page: 'b' waits in iteration 2 while the page 'a' gave back is fenced, and
+    # drains in iteration 3, one past the lesson's bound, which the engine loop and the monitor
+    # both allow (the run would otherwise stop undrained: LIVE-1).
+    tiny = Workload(
+        "one-page",
+        Limits(batch_limit=1, page_size=1, pool_pages=2),
+        (Request("a", 0, 0, 1), Request("b", 0, 0, 1)),
+    )
+    properties = FencesInFlightPages.properties
+    recorded = run(tiny, FencesInFlightPages, properties.policy, properties=properties)
+    assert recorded.drained and len(recorded.events) == 3
+    assert recorded.events[1].decoded == ()
+    path = tmp_path / "tiny.jsonl"
+    write_run(recorded, path, properties)
+    assert check_log(path) is None
