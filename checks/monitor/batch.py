@@ -212,6 +212,10 @@ class BatchRules:
         if room - properties.watermark_pages < needed:
             if room >= needed:  # but for the watermark
                 requests.tally.watermarked(n)
+            elif properties.admission != "peak" and free < self.pages.free:
+                unfenced = self.pages.free - properties.watermark_pages
+                if unfenced >= needed:  # it fitted but for the pages fenced for the step in flight
+                    requests.tally.fenced(n)
             return None
         if properties.admission == "peak":
             why = (

@@ -147,6 +147,7 @@ def freed_pages_wait_for_the_step_in_flight(
         # loop's bound does (reference/bound.py).
         monitor.requests.bound += 1
         monitor.requests.tally.allowance += 1
+        monitor.requests.tally.fenced_waits += 1
     holders = pages_ledger.holders
     # Kept for the iteration before (its fence, read by the room checks of this one) and this one.
     given = {page: at for page, at in pages_ledger.given_back.items() if at >= n - 1}

@@ -87,6 +87,8 @@ class LivenessRules:
         if needed > room:
             if needed <= free:  # it fitted but for the declared watermark
                 requests.tally.watermarked(n)
+            elif needed <= self.pages.free - properties.watermark_pages:  # but for the fence
+                requests.tally.fenced(n)
             return None
         message = (
             f"nothing ran in iteration {n} while {head!r} waited at the head of the queue and "

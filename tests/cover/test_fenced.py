@@ -13,7 +13,9 @@ from typing import Any
 from kvsched.checks.eventlog.jsonl import check_log
 from kvsched.checks.eventlog.jsonl import write_log as write_run
 from kvsched.checks.eventlog.log_check import check_stream
+from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.mutants.inflight import MUTANTS, FencesInFlightPages
+from kvsched.checks.verdict.declarations import excuses
 from kvsched.reference.engine import run
 from kvsched.spec.applicability import applicable
 from kvsched.spec.invariants import BY_ID
@@ -127,19 +129,38 @@ def test_the_same_schedule_of_a_synchronous_target_is_clean(tmp_path: Path) -> N
     assert check_log(write_log(tmp_path / "sync.jsonl", SYNC, lines)) is None
 
 
+TINY = Workload(
+    "one-page",
+    Limits(batch_limit=1, page_size=1, pool_pages=2),
+    (Request("a", 0, 0, 1), Request("b", 0, 0, 1)),
+)
+
+
 def test_an_iteration_spent_waiting_for_the_fence_grows_the_bound(tmp_path: Path) -> None:
     # One usable page: 'b' waits in iteration 2 while the page 'a' gave back is fenced, and
     # drains in iteration 3, one past the lesson's bound, which the engine loop and the monitor
     # both allow (the run would otherwise stop undrained: LIVE-1).
-    tiny = Workload(
-        "one-page",
-        Limits(batch_limit=1, page_size=1, pool_pages=2),
-        (Request("a", 0, 0, 1), Request("b", 0, 0, 1)),
-    )
     properties = FencesInFlightPages.properties
-    recorded = run(tiny, FencesInFlightPages, properties.policy, properties=properties)
+    recorded = run(TINY, FencesInFlightPages, properties.policy, properties=properties)
     assert recorded.drained and len(recorded.events) == 3
     assert recorded.events[1].decoded == ()
     path = tmp_path / "tiny.jsonl"
     write_run(recorded, path, properties)
     assert check_log(path) is None
+
+
+def test_the_verdict_says_what_the_fence_excused() -> None:
+    # In iteration 2 of the one-page run nothing runs while 'b' waits for the page 'a' gave
+    # back, fenced: LIVE-2 and BATCH-3 would have read it as a head that fitted.
+    properties = FencesInFlightPages.properties
+    finding, excused = watch_run(
+        run(TINY, FencesInFlightPages, properties.policy, properties=properties), properties
+    )
+    assert finding is None
+    listed = {e.declaration: e for e in excuses(properties, "continuous", excused)}
+    excuse = listed["async_scheduling"]
+    assert excuse.invariants == ("BATCH-3", "LIVE-1", "LIVE-2", "LIVE-4")
+    assert excuse.excused.startswith(
+        "1 iteration left a head waiting that fitted but for pages fenced for the step in "
+        "flight, and LIVE-1's bound grew by 1 iteration waiting for them"
+    ), excuse.excused
