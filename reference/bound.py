@@ -4,8 +4,10 @@
 The lesson's bound is the last arrival plus every output token. A target that chunks prefills
 under a token budget earns ``ceil(prompt / budget)`` iterations per request, and
 ``ceil(lost / budget)`` for the KV tokens each preemption drops, one iteration per prompt token
-a fold restart turns into an output token (4.3), and one for an iteration that preempted and
-computed nothing, which the bound learns from the events as they come. The engine loop stops a
+a fold restart turns into an output token (4.3), one for an iteration that preempted and
+computed nothing, and, under asynchronous scheduling, one for an iteration that computed nothing
+after an update that gave pages back (they wait for the step in flight: PAGE-7), which the bound
+learns from the events as they come. The engine loop stops a
 run at this bound. The monitor judges LIVE-1 by its own count (checks/monitor/requests.py), which
 every preemption earns, so it is never below this one: it must also read logs whose fast-path
 lines make no events for a bound to learn from.
@@ -34,6 +36,8 @@ class RunBound:
             r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
         )
         self._records = Records(self.properties, workload.limits.page_size)
+        self.fenced = False
+        """Under asynchronous scheduling: whether the last event's update gave pages back."""
         for request in requests:
             self._records.declare(request)
 
@@ -61,5 +65,18 @@ class RunBound:
             # A request that preempts itself ends the schedule() (vLLM's break), so the iteration
             # can compute nothing at all: every other allowance assumes it computes something.
             self.value += 1
+        fenced = self.fenced
+        self.fenced = False
+        if self.properties.async_scheduling:
+            idle = not event.preempted and not event.decoded and not any(event.computed.values())
+            if fenced and idle:
+                # Waiting for pages the update before gave back, which stay fenced while the
+                # step in flight may write them (PAGE-7): one iteration per such update.
+                self.value += 1
+            if event.freed:
+                held = {page for table in event.tables_after().values() for page in table}
+                self.fenced = any(
+                    page not in held for pages in event.freed.values() for page in pages
+                )
         for rid in event.finished:
             records.finish(rid)

@@ -102,6 +102,17 @@ CATALOGUE: tuple[Invariant, ...] = (
         "reference/engine_scheduler/blocks.py allocate; monitor (checks/monitor/prefix.py)",
     ),
     Invariant(
+        "PAGE-7",
+        "Under asynchronous scheduling, a page given back in an iteration is handed out again, "
+        "fresh or as a prefix-cache hit, no earlier than two iterations later",
+        "An engine that schedules step n + 1 while step n still runs (vLLM's async scheduling, "
+        "#45357) lets the step in flight write the blocks a finish, an abort or a preemption "
+        "gave back: handed to another request at once, one block is written by two steps.",
+        ("declared",),
+        "checks/monitor/fenced.py freed_pages_wait_for_the_step_in_flight (the monitor alone: "
+        "the reference schedules synchronously)",
+    ),
+    Invariant(
         "DEC-1",
         "An active request produces at most one token per iteration (exactly one in the lesson "
         "model), and has KV for no token that does not exist",

@@ -316,6 +316,18 @@ class TargetProperties:
             "iteration it arrives (LIVE-5)."
         ),
     ] = "at-head"
+    async_scheduling: Annotated[
+        bool,
+        declare(
+            "The target schedules step n + 1 before step n's writes complete (vLLM's "
+            "AsyncScheduler, eventlog.md 4.10): the step in flight may still write a page given "
+            "back, so a page an update gives back is not handed out in the next iteration, nor "
+            "one a preemption gives back in the same schedule (PAGE-7). Those pages are no room "
+            "for that schedule (BATCH-3, LIVE-2, LIVE-4), and an iteration that computes nothing "
+            "after an update that gave pages back grows LIVE-1's bound by one.",
+            relaxes=("BATCH-3", "LIVE-1", "LIVE-2", "LIVE-4"),
+        ),
+    ] = False
 
     def __post_init__(self) -> None:
         for name, default in _defaults():

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvsched.checks.eventlog.writer import v2_lines
+from kvsched.checks.mutants.inflight import TURNOVER, ReusesInFlightPages
 from kvsched.reference import ContinuousScheduler, run
 from kvsched.reference.engine_scheduler import CONFIGS, EngineScheduler
 from kvsched.spec.properties import TargetProperties
@@ -161,7 +162,17 @@ def infeasible_last(rows: Rows) -> Rows:
 PLAIN = TargetProperties(policy="continuous")
 
 
+def reused_in_flight() -> Rows:
+    """An asynchronous engine's log (checks/mutants/inflight.py) in which a finished request's
+    page goes to a request admitted on the next line, a steady one (PAGE-7)."""
+    properties = ReusesInFlightPages.properties
+    recorded = run(TURNOVER, ReusesInFlightPages, properties.policy, properties=properties)
+    return [json.loads(line) for line in v2_lines(recorded, properties)]
+
+
 LINE_CASES: dict[str, Callable[[], Rows]] = {
+    # The line that gives the page back is taken without PAGE-7's check recording it.
+    "_gives_nothing_back": reused_in_flight,
     "_free_count_adds_up": lambda: free_count_off(clean_rows()),
     "_admits_in_order": lambda: admissions_swapped(clean_rows()),
     "_no_idle_slot": lambda: header_limits(clean_rows(), batch_limit=4),
@@ -288,7 +299,11 @@ def _stale_hit() -> Rows:
     raise AssertionError("no line admits a prefix hit while two requests hold pages")
 
 
-ALLOCATION_CASES: dict[str, Callable[[], Rows]] = {"_hits_read_their_prefix": _stale_hit}
+ALLOCATION_CASES: dict[str, Callable[[], Rows]] = {
+    "_hits_read_their_prefix": _stale_hit,
+    # The steady line that takes the page back is taken without PAGE-7's check.
+    "_not_just_given_back": reused_in_flight,
+}
 """Each allocations predicate's case: a log that breaks its check on a steady line's
 allocations."""
 

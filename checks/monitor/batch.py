@@ -207,10 +207,15 @@ class BatchRules:
             most = max(spent) if spent else 0
             if not self.budget_left(len(spent), sum(spent), history + 1, most):
                 return None
-        needed, room = self.head_room(head, history, self.pages.free, requests.committed)
+        free = self.pages.room(n)  # less what an asynchronous target's fence holds
+        needed, room = self.head_room(head, history, free, requests.committed)
         if room - properties.watermark_pages < needed:
             if room >= needed:  # but for the watermark
                 requests.tally.watermarked(n)
+            elif properties.admission != "peak" and free < self.pages.free:
+                unfenced = self.pages.free - properties.watermark_pages
+                if unfenced >= needed:  # it fitted but for the pages fenced for the step in flight
+                    requests.tally.fenced(n)
             return None
         if properties.admission == "peak":
             why = (
@@ -218,7 +223,7 @@ class BatchRules:
                 f"commits in a pool of {self.pages.usable}"
             )
         else:
-            why = f"{plural(self.pages.free, 'page')} were free and it needs at most {needed}"
+            why = f"{plural(free, 'page')} were free and it needs at most {needed}"
         return Finding(
             "BATCH-3",
             n,

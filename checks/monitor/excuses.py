@@ -41,6 +41,9 @@ class Tally:
         self.allowance = 0
         self.capped_prefills = 0
         self.capped_at = 0
+        self.fenced_heads = 0
+        self.fenced_at = 0
+        self.fenced_waits = 0
 
     def stop_early(self, made: int, from_queue: bool) -> None:
         """A request finished after ``made`` tokens, short of its most (stops_early)."""
@@ -72,6 +75,13 @@ class Tally:
         if self.overcommitted_at != n:
             self.overcommitted_at = n
             self.overcommitted += 1
+
+    def fenced(self, n: int) -> None:
+        """Iteration ``n`` let a head wait that fitted but for pages fenced for the step in
+        flight (async_scheduling, BATCH-3 and LIVE-2)."""
+        if self.fenced_at != n:
+            self.fenced_at = n
+            self.fenced_heads += 1
 
     def capped(self, n: int) -> None:
         """Iteration ``n`` left a prefill of the batch waiting for the declared cap
@@ -141,6 +151,12 @@ class Excused:
     capped_prefills: int = 0
     """Iterations in which a prefill of the batch waited because the declared cap on partial
     prefills was reached (max_partial_prefills, BATCH-6)."""
+    fenced_heads: int = 0
+    """Iterations in which BATCH-3 or LIVE-2 let a head wait that fitted but for pages fenced
+    for the step in flight (async_scheduling)."""
+    fenced_waits: int = 0
+    """Iterations LIVE-1's bound grew by for an iteration that waited for the fence
+    (async_scheduling); counted in ``allowance`` too."""
     allowance: int = 0
     """Iterations LIVE-1's bound grew by for chunked prefills, recompute and folds."""
     past_bound_runs: int = 0

@@ -19,7 +19,9 @@ holds ``ceil(kv / page_size)`` pages (its reservation, reserving ahead). If the 
 before the last preemption, less the declared watermark, already covered that most for every one of
 them, whichever request started it would have fitted without it: the last preemption, and the
 iteration with it, made no progress a correct engine could not have made. Pages freed by the
-earlier preemptions count as free there, as a correct pool counts them (PAGE-3).
+earlier preemptions count as free there, as a correct pool counts them (PAGE-3), except under
+asynchronous scheduling, where no victim's pages are room in their own schedule and neither are
+those the update before gave back: they wait for the step in flight (PAGE-7).
 
 What it does not flag, on purpose: a cascade in an iteration that computes something (requests
 ahead of the one that started it ran), since engines that preempt ahead for several steps
@@ -81,10 +83,17 @@ def no_preemption_for_nothing(monitor: Monitor, event: IterationEvent) -> Findin
         elif op.kind == "admit":
             after = False
     holders = monitor.pages.holders
-    back = sum(1 for page in given if page not in holders)  # free now because it left
+    gone = given
+    if monitor.properties.async_scheduling:
+        # No victim's pages are room in its own schedule: they wait for the step in flight
+        # (PAGE-7), so every victim's, not only the last one's, are counted out.
+        victims = set(event.preempted)
+        gone = {p for op in event.schedule if op.kind == "free" and op.request in victims
+                for p in op.pages}  # fmt: skip
+    back = sum(1 for page in gone if page not in holders)  # free now because they left
     # Pages allocated after the last preemption are not free now either: counting them out
     # only lowers the room, so the rule errs towards the engine.
-    room = monitor.pages.free - back - monitor.properties.watermark_pages
+    room = monitor.pages.room(event.iteration) - back - monitor.properties.watermark_pages
     need = most_pages_for_a_step(monitor, last, len(given))
     if need is None or room < need:
         return None

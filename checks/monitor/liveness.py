@@ -82,13 +82,16 @@ class LivenessRules:
             needed = requests.reservation(head)
         else:
             needed = pages_for(history, requests.page_size)
-        room = self.pages.free - properties.watermark_pages
+        free = self.pages.room(n)  # less what an asynchronous target's fence holds
+        room = free - properties.watermark_pages
         if needed > room:
-            if needed <= self.pages.free:  # it fitted but for the declared watermark
+            if needed <= free:  # it fitted but for the declared watermark
                 requests.tally.watermarked(n)
+            elif needed <= self.pages.free - properties.watermark_pages:  # but for the fence
+                requests.tally.fenced(n)
             return None
         message = (
             f"nothing ran in iteration {n} while {head!r} waited at the head of the queue and "
-            f"fitted: it needs {plural(needed, 'page')} and {self.pages.free} were free"
+            f"fitted: it needs {plural(needed, 'page')} and {free} were free"
         )
         return Finding("LIVE-2", n, message, requests=(head,))

@@ -39,6 +39,10 @@ class PageLedger:
         self.records = records
         """The requests' records, whose tables this ledger moves."""
         self.holders: dict[int, set[str]] = {}  # held pages only: a free page has no entry
+        self.given_back: dict[int, int] = {}
+        """Under asynchronous scheduling, each page an update gave back to the pool (held by no
+        one after the iteration's frees), with the iteration, for the last two iterations; kept
+        by PAGE-7's check (:mod:`.fenced`)."""
         self.tally = tally if tally is not None else Tally()
 
     def held_as_scheduled(self, event: IterationEvent) -> int:
@@ -53,6 +57,19 @@ class PageLedger:
     def free(self) -> int:
         """Pages a correct pool counts as free: usable pages not in any table (PAGE-3)."""
         return self.usable - len(self.holders)
+
+    def room(self, n: int) -> int:
+        """Pages iteration ``n``'s schedule could take: the free ones (PAGE-3), less, under
+        asynchronous scheduling, those the update of iteration ``n - 1`` gave back, which wait
+        for the step in flight (PAGE-7, :mod:`.fenced`)."""
+        given = self.given_back
+        if not given:
+            return self.free
+        holders, fenced = self.holders, 0
+        for page, at in given.items():
+            if at == n - 1 and page not in holders:
+                fenced += 1
+        return self.free - fenced
 
     def grow(
         self, n: int, rid: str, pages: tuple[int, ...], shared: bool, batch: Collection[str]

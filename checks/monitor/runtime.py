@@ -13,13 +13,14 @@ chunked prefill, preemption, prefix sharing or reserve-ahead allocator is judged
 declares (spec/eventlog.md, section 4) instead of raising false alarms.
 
 What it checks is the registry (:mod:`.registry`), filled by :mod:`.checklist`,
-:mod:`.checklist_update` and the rules of their own modules (:mod:`.futile`, :mod:`.infeasible`):
-within an iteration the steps run in the spec's order (:data:`kvsched.spec.vocabulary.STEPS`: the
-bound, preemption, admission, decode, page tables, unused slots, completion and freeing), then the
-end-of-run checks. The work per iteration follows what the iteration changed, never the pool or the
-workload: the request ledger (:mod:`.requests`) and the page ledger (:mod:`.pages`) keep owner
-maps, counters and per-request state up to date from what each event names, and the checks read
-them. This module needs neither Hypothesis nor Z3.
+:mod:`.checklist_update` and the rules of their own modules (:mod:`.futile`, :mod:`.infeasible`,
+:mod:`.fenced`): within an iteration the steps run in the spec's order
+(:data:`kvsched.spec.vocabulary.STEPS`: the bound, preemption, admission, decode, page tables,
+unused slots, completion and freeing), then the end-of-run checks. The work per iteration
+follows what the iteration changed, never the pool or the workload: the request ledger
+(:mod:`.requests`) and the page ledger (:mod:`.pages`) keep owner maps, counters and per-request
+state up to date from what each event names, and the checks read them. This module needs neither
+Hypothesis nor Z3.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import replace
 # Importing the checklist registers its checks, the schedule's and step's first.
 from kvsched.checks.monitor import checklist as _checklist  # noqa: F401
 from kvsched.checks.monitor import checklist_update as _checklist_update  # noqa: F401
+from kvsched.checks.monitor import fenced as _fenced  # noqa: F401
 from kvsched.checks.monitor import futile as _futile  # noqa: F401
 from kvsched.checks.monitor import infeasible as _infeasible  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules

@@ -18,6 +18,7 @@ from kvsched.checks.mutants import (
     corners,
     engine,
     hostile,
+    inflight,
     logs,
     paging,
     reuse,
@@ -51,5 +52,6 @@ ZOO: tuple[Mutant, ...] = (
     *sized.MUTANTS,
     *corners.MUTANTS,
     *reuse.MUTANTS,
+    *inflight.MUTANTS,
 )
 """Every mutant, each module's beside its bugs."""

@@ -173,6 +173,12 @@ def _words(
             f"{plural(e.capped_prefills, 'iteration')} left a prefill of the batch waiting once "
             f"{plural(properties.max_partial_prefills or 0, 'prefill')} of the batch computed",
         ),
+        "async_scheduling": (
+            e.fenced_heads + e.fenced_waits,
+            f"{plural(e.fenced_heads, 'iteration')} left a head waiting that fitted but for "
+            "pages fenced for the step in flight, and LIVE-1's bound grew by "
+            f"{plural(e.fenced_waits, 'iteration')} waiting for them",
+        ),
         "restart": (
             e.folds,
             f"{plural(e.folds, 'fold')} moved {plural(e.folded_tokens, 'prompt token')} to "
