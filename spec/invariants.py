@@ -103,8 +103,8 @@ CATALOGUE: tuple[Invariant, ...] = (
     ),
     Invariant(
         "PAGE-7",
-        "Under asynchronous scheduling, a page given back in an iteration is handed out again, "
-        "fresh or as a prefix-cache hit, no earlier than two iterations later",
+        "Under asynchronous scheduling, a page given back in an iteration is handed out fresh "
+        "again no earlier than two iterations later",
         "An engine that schedules step n + 1 while step n still runs (vLLM's async scheduling, "
         "#45357) lets the step in flight write the blocks a finish, an abort or a preemption "
         "gave back: handed to another request at once, one block is written by two steps.",

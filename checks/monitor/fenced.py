@@ -13,11 +13,11 @@ already scheduled. So a page given back
 - by a free of the schedule is not handed out again in the same schedule;
 - by the update of iteration ``n`` is not handed out in iteration ``n + 1``,
 
-fresh or as a prefix-cache hit. A page is given back when no request holds it afterwards: a shared
-page one holder frees while another keeps it stays in use. Under a shared page's hit the holders
-the check counts are those that held it before the iteration (a request that took it in the same
-iteration is left out: the rule errs towards the engine). It applies only where the target
-declares ``async_scheduling``.
+as a fresh page. A prefix-cache hit on it is not: a hit takes only full pages, which the step in
+flight no longer writes (it writes its tokens' slots in the last page of each table), and vLLM's
+fix lets a fenced full page be hit. A page is given back when no request holds it afterwards: a
+shared page one holder frees while another keeps it stays in use. It applies only where the
+target declares ``async_scheduling``.
 
 The fast path (checks/eventlog/steady.py) takes lines that allocate fresh pages and lines whose
 finished requests free their tables. Under the declaration it declines every line that gives a
@@ -41,14 +41,16 @@ from kvsched.checks.monitor.registry import Monitor, Steady, SteadyLine, Tables,
 from kvsched.spec.events import IterationEvent
 
 
-def _reused(monitor: Monitor, n: int, allocated: Tables) -> Finding | None:
-    """The first allocation of iteration ``n`` taking a page given back in iteration ``n - 1``."""
+def _reused(monitor: Monitor, n: int, allocated: Tables, shared: Tables) -> Finding | None:
+    """The first allocation of iteration ``n`` taking fresh a page given back in iteration
+    ``n - 1`` (``shared``: the pages taken by reference, which may be)."""
     given = monitor.pages.given_back
     if not given:
         return None
     for rid, pages in allocated.items():
+        hits = shared.get(rid, ())
         for page in pages:
-            if given.get(page, 0) == n - 1 and n > 1:
+            if given.get(page, 0) == n - 1 and n > 1 and page not in hits:
                 return Finding(
                     "PAGE-7",
                     n,
@@ -74,7 +76,7 @@ def _not_just_given_back(
     # lines went through the full path under the declaration (_gives_nothing_back).
     if not monitor.properties.async_scheduling:
         return None
-    return _reused(monitor, n, allocated)
+    return _reused(monitor, n, allocated, shared)
 
 
 def _gives_nothing_back(monitor: Monitor, line: SteadyLine) -> bool:
@@ -86,31 +88,21 @@ def _gives_nothing_back(monitor: Monitor, line: SteadyLine) -> bool:
 
 
 def _taken_from_the_schedule(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    """The first allocation of ``event``'s schedule taking a page that a free earlier in the
-    same schedule (a preemption) gave back to the pool."""
-    n, holders = event.iteration, monitor.pages.holders
+    """The first allocation of ``event``'s schedule taking fresh a page that a free earlier in
+    the same schedule (a preemption) gave back to the pool."""
+    n = event.iteration
     left: dict[int, str] = {}  # page -> the request whose free in this schedule let it go
     for op in event.schedule:
         if op.kind == "free":
             for page in op.pages:
                 left[page] = op.request
-        elif op.kind in ("alloc", "share") and left:
+        elif op.kind == "alloc" and left:
             rid = op.request
+            hits = event.shared.get(rid, ())
             for page in op.pages:
                 freer = left.get(page)
-                if freer is None:
+                if freer is None or page in hits:
                     continue
-                if op.kind == "share" or page in event.shared.get(rid, ()):
-                    # Taken by reference: a violation only if no one else held it then. Those
-                    # who hold it now or gave it back in the update held it, unless they got it
-                    # in this iteration (left out: the rule errs towards the engine).
-                    others = set(holders.get(page, ())) | {
-                        other for other, pages in event.freed.items() if page in pages
-                    }
-                    others -= {rid, freer}
-                    others = {o for o in others if page not in event.allocated.get(o, ())}
-                    if others:
-                        continue
                 return Finding(
                     "PAGE-7",
                     n,
@@ -138,7 +130,8 @@ def freed_pages_wait_for_the_step_in_flight(
     if "PAGE-7" not in monitor.applicable:
         return None
     n = event.iteration
-    finding = _reused(monitor, n, event.allocated) or _taken_from_the_schedule(monitor, event)
+    finding = _reused(monitor, n, event.allocated, event.shared)
+    finding = finding or _taken_from_the_schedule(monitor, event)
     pages_ledger = monitor.pages
     idle = not event.decoded and not event.preempted and not any(monitor.computed.values())
     if idle and any(at == n - 1 for at in pages_ledger.given_back.values()):

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from kvsched.checks.eventlog.jsonl import check_log
 from kvsched.checks.eventlog.jsonl import write_log as write_run
 from kvsched.checks.eventlog.log_check import check_stream
+from kvsched.checks.monitor.fenced import _reused
 from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.mutants.inflight import MUTANTS, FencesInFlightPages
 from kvsched.checks.verdict.declarations import excuses
@@ -164,3 +166,12 @@ def test_the_verdict_says_what_the_fence_excused() -> None:
         "1 iteration left a head waiting that fitted but for pages fenced for the step in "
         "flight, and LIVE-1's bound grew by 1 iteration waiting for them"
     ), excuse.excused
+
+
+def test_a_hit_on_a_page_given_back_is_not_page_7() -> None:
+    # A hit takes a full page, which the step in flight no longer writes: vLLM's fix lets a
+    # fenced full page be hit. Taken fresh, the same page is PAGE-7.
+    monitor: Any = SimpleNamespace(pages=SimpleNamespace(given_back={1: 1}))
+    assert _reused(monitor, 2, {"c": (1, 2)}, {"c": (1,)}) is None
+    found = _reused(monitor, 2, {"c": (1, 2)}, {})
+    assert found is not None and (found.invariant, found.pages) == ("PAGE-7", (1,))
