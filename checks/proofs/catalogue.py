@@ -82,6 +82,7 @@ NOT_COVERED = {
     "LIVE-3": "not modelled: the model's policies never preempt",
     "LIVE-4": "not modelled: the model's policies never preempt",
     "LIVE-5": "not modelled: the model's workloads fit the pool",
+    "PAGE-7": "not modelled: the model processes each step's output before the next is scheduled",
 }
 """Catalogue invariants these proofs do not speak about, and why (spec/proofs.md, section 3)."""
 
