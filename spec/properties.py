@@ -18,7 +18,7 @@ declaration relaxed (:data:`RELAXES`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Annotated, Any, NewType, TypeGuard, get_type_hints
@@ -27,7 +27,7 @@ import msgspec
 from msgspec import Meta
 
 from .vocabulary import AdmissionOrder, BudgetMode, Chunking, PageAdmission, Rejection, Restart
-from .workload import Limits, Request, pages_for
+from .workload import Limits, Request, Workload, infeasible, pages_for
 
 Positive = Annotated[int, Meta(ge=1)]
 Count = Annotated[int, Meta(ge=0)]
@@ -399,15 +399,19 @@ class TargetProperties:
         """Pages the pool can hand out: all of them but the reserved ids."""
         return limits.pool_pages - len(self.reserved_pages)
 
-    def unservable(self, requests: Sequence[Request], limits: Limits) -> str:
-        """Why no correct target with these declarations can serve ``requests``, or "".
+    def unservable(self, workload: Workload) -> str:
+        """Why no correct target with these declarations can serve ``workload``, or "".
 
         A request needs its peak pages at once; reserved ids shrink the pool below what the
         workload's own rule (section 1) checked, so a run of such a request never drains, and
-        LIVE-1 would blame a correct target for the workload.
+        LIVE-1 would blame a correct target for the workload. A request no pool can hold, in a
+        workload that allows one (section 1.2), is LIVE-5's to judge instead.
         """
+        limits = workload.limits
         usable = self.usable_pages(limits)
-        for request in requests:
+        for request in workload.requests:
+            if workload.allow_infeasible and infeasible(request, limits):
+                continue
             need = pages_for(request.prompt_tokens + request.output_tokens, limits.page_size)
             if need > usable:
                 reserved = len(self.reserved_pages)

@@ -71,7 +71,7 @@ from kvsched.spec.protocol import SchedulerFactory
 from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.text import plural
 from kvsched.spec.vocabulary import POLICY_NAMES
-from kvsched.spec.workload import Workload, infeasible
+from kvsched.spec.workload import Workload
 
 UNJUDGED = {
     "allocate_kv_pages": "its page counts, called directly (section 2)",
@@ -233,9 +233,7 @@ def check_scheduler(
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:
         given = options.workload
-        # A request no pool can hold, where the workload allows it, is LIVE-5's to judge.
-        servable = [r for r in given.requests if not infeasible(r, given.limits)]
-        if properties is not None and (why := properties.unservable(servable, given.limits)):
+        if properties is not None and (why := properties.unservable(given)):
             raise TargetError(f"{options.workload_file or given.name}: {why}")
         fixed.append((given, "the given workload"))
     if options.teaching_trace:
@@ -244,7 +242,7 @@ def check_scheduler(
         # Contexts up to the whole pool the target can use: page ids it reserves come on top.
         reserved = len(properties.reserved_pages) if properties is not None else 0
         long = long_contexts(usable_pages=LONG_CONTEXT_PAGES, reserved=reserved)
-        if properties is None or not properties.unservable(long.requests, long.limits):
+        if properties is None or not properties.unservable(long):
             fixed.append((long, LONG_CONTEXTS))
         sizes = profile_runs(options.profile)
         for size in sizes.families(kind):

@@ -87,9 +87,7 @@ class Trial:
         """The first finding of a run of ``workload`` if it violates ``invariant`` anywhere in
         its first ``iterations`` (all, if None), and the iterations the run took."""
         self.deadline.context = f"workload '{workload.name}' ({self.policy or 'no'} policy)"
-        if self.properties is not None and self.properties.unservable(
-            workload.requests, workload.limits
-        ):
+        if self.properties is not None and self.properties.unservable(workload):
             return None, 0  # a pool the target's reserved pages leave too small: no witness
         result = run(
             workload,

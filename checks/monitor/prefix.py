@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.reference.record import RequestRecord
-from kvsched.spec.workload import Request, Workload
+from kvsched.spec.workload import Request
 
 Name = tuple[str, str, int]
 
@@ -38,9 +38,9 @@ Name = tuple[str, str, int]
 class PrefixContent:
     """What every page that ever held KV was written as, by whom, and how far it was filled."""
 
-    def __init__(self, workload: Workload, enabled: bool) -> None:
+    def __init__(self, page_size: int, enabled: bool) -> None:
         self.enabled = enabled
-        self.page_size = workload.limits.page_size
+        self.page_size = page_size
         self.writers: dict[int, tuple[RequestRecord, int]] = {}
         """The record of the request that last took each page fresh, and the page's index in
         its table: the page holds what that record's KV reaches into. A finished request's

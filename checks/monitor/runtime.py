@@ -104,7 +104,7 @@ class Monitor:
         self.order = OrderRules(self.requests, self.applicable)
         self.liveness = LivenessRules(self.requests, self.pages, self.applicable)
         sharing = declared.prefix_sharing and "PAGE-6" in self.applicable
-        self.prefix = PrefixContent(workload, sharing)
+        self.prefix = PrefixContent(workload.limits.page_size, sharing)
         self.requests.forgetters.append(self.order.forget)
         self.arrivals: list[str] = []
         """The requests that joined the queue in the iteration being checked, in queue order."""

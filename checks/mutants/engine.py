@@ -263,12 +263,14 @@ TWO_PREFILLS = Workload(  # a and b prefill in chunks of 4 while c decodes behin
 )
 
 
-def engine_log(mutant: type[V1], workload: Workload) -> Callable[..., Path]:
-    """A writer of the log of ``mutant`` (or, with ``buggy=False``, its correct design) on
-    ``workload``."""
+def engine_log(
+    mutant: type[V1], workload: Workload, twin: type[V1] | None = None
+) -> Callable[..., Path]:
+    """A writer of the log of ``mutant`` (or, with ``buggy=False``, of ``twin``: by default its
+    design without the overridden method) on ``workload``."""
 
     def write(workdir: Path, buggy: bool = True) -> Path:
-        target: type[V1] = mutant if buggy else _correct(mutant)
+        target: type[V1] = mutant if buggy else twin or _correct(mutant)
         properties = target.properties
         recorded = run(workload, target, properties.policy, properties=properties)
         path = workdir / f"{mutant.__name__}.jsonl"

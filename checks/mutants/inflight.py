@@ -17,14 +17,11 @@ by no request, PAGE-3), as the monitor does, and leaves them out of what it allo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
-from kvsched.checks.eventlog.jsonl import write_log
-from kvsched.checks.mutants.engine import V1
+from kvsched.checks.mutants.engine import V1, engine_log
 from kvsched.checks.mutants.mutant import Mutant
-from kvsched.reference.engine import run
 from kvsched.reference.engine_scheduler import BlockManager, EngineConfig
 from kvsched.spec.protocol import ModelOutput, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload
@@ -86,23 +83,8 @@ TURNOVER = Workload(  # a short request finishes while others wait for its pages
 )
 
 
-def inflight_log(mutant: type[V1], twin: type[V1], workload: Workload) -> Callable[..., Path]:
-    """A writer of the log of ``mutant`` (or, with ``buggy=False``, of ``twin``) on
-    ``workload``."""
-
-    def write(workdir: Path, buggy: bool = True) -> Path:
-        target = mutant if buggy else twin
-        properties = target.properties
-        recorded = run(workload, target, properties.policy, properties=properties)
-        path = workdir / f"{mutant.__name__}.jsonl"
-        write_log(recorded, path, properties)
-        return path
-
-    return write
-
-
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("engine: reuses in-flight pages", "async: a finished request's pages handed out at once",
-           "PAGE-7", write=inflight_log(ReusesInFlightPages, FencesInFlightPages, TURNOVER)),
+           "PAGE-7", write=engine_log(ReusesInFlightPages, TURNOVER, twin=FencesInFlightPages)),
 )  # fmt: skip
 """This module's mutants, for the zoo (:mod:`.zoo`)."""

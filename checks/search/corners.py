@@ -30,7 +30,7 @@ from the statistics of a real search that the ci profile reaches each one.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import pairwise
 
@@ -187,7 +187,7 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
     counts: Counter[str] = Counter()
     size = workload.limits.page_size
     before: tuple[str, ...] = ()
-    tables: Mapping[str, tuple[int, ...]] = {}
+    last: IterationEvent | None = None
     priority = {r.id: r.priority for r in workload.requests if r.priority}
     for step in events:
         if priority:  # out of order somewhere exactly when out of order between neighbours
@@ -209,10 +209,14 @@ def run_corners(workload: Workload, events: Sequence[IterationEvent], usable: in
             if tokens and prompt % size == 0 and tokens >= prompt - size:
                 counts["full prefix hit"] += 1
         if step.shared:  # pages taken back from the free queue, which a fresh page may evict
-            held = {page for table in tables.values() for page in table}
+            held: set[int] = set()
+            if last is not None:  # the tables that outlived the last iteration
+                for rid, table in last.page_tables.items():
+                    if rid not in last.freed:
+                        held.update(table)
             if any(page not in held for pages in step.shared.values() for page in pages):
                 counts["a hit on freed pages"] += 1
-        tables = {rid: table for rid, table in step.page_tables.items() if rid not in step.freed}
+        last = step
         if step.admitted and step.pages_in_use >= usable:
             counts["admission leaving no page free"] += 1
     if len(events) >= LONG_RUN:

@@ -118,7 +118,7 @@ def smallest_failing(
     last: list[Finding] = []
 
     def still_fails(candidate: Workload) -> bool:
-        if properties is not None and properties.unservable(candidate.requests, candidate.limits):
+        if properties is not None and properties.unservable(candidate):
             return False  # a pool the target's reserved pages leave too small
         finding = watch_run(run(candidate, factory, policy, properties=properties), properties)[0]
         if finding is None or finding.invariant != invariant:

@@ -157,3 +157,11 @@ def test_a_class_is_checked_on_a_workload_that_allows_one(
     assert main(argv) == code
     out = capsys.readouterr().out
     assert first is None or f"VIOLATION found: {first}" in out, out
+
+
+def test_a_request_no_pool_holds_is_unservable_only_where_the_workload_does_not_allow_it() -> None:
+    # What the check, the trial and the shrink ask before running a workload: one that allows
+    # such a request keeps it for LIVE-5 (a shrink of a LIVE-5 witness must keep it too).
+    declared = KeepsInfeasibleAtHead.properties
+    assert declared.unservable(BIG_FIRST) == ""
+    assert "'big' needs 7 pages" in declared.unservable(replace(BIG_FIRST, allow_infeasible=False))

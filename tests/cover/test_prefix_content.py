@@ -21,7 +21,7 @@ WORKLOAD = Workload("two", Limits(batch_limit=2, page_size=4, pool_pages=8), (A,
 
 def _content() -> tuple[PrefixContent, dict[str, RequestRecord]]:
     records = {r.id: RequestRecord(r, 4) for r in WORKLOAD.requests}
-    return PrefixContent(WORKLOAD, enabled=True), records
+    return PrefixContent(WORKLOAD.limits.page_size, enabled=True), records
 
 
 def _a_reserves_its_prompt(content: PrefixContent, records: dict[str, RequestRecord]) -> None:
