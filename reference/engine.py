@@ -23,7 +23,7 @@ from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 from .bound import RunBound
 from .restarts import Restarts
 from .tracebacks import describe_failure
-from .version2 import malformed_version_2
+from .version2 import malformed_slots, malformed_version_2
 from .waiting import WaitingQueue
 
 
@@ -199,6 +199,9 @@ class SchedulerDriver:
             cached=dict(batch.cached),
             shared=shared,
             preempted=tuple(batch.preempted),
+            slots=None if batch.slots is None else dict(batch.slots),
+            slots_after=None if outcome.slots is None else dict(outcome.slots),
+            free_slots=outcome.free_slots,
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
         self.tables = event.tables_after()
@@ -243,9 +246,11 @@ def _malformed_batch(batch: Any, checked: Mapping[str, Any]) -> str:
         value = getattr(batch, name)
         if not isinstance(value, tuple | list) or not all(isinstance(x, str) for x in value):
             return f"ScheduledBatch.{name} must be a sequence of request ids, got {value!r}"
-    return _malformed_pages(
-        "ScheduledBatch.page_tables", batch.page_tables, checked
-    ) or malformed_version_2(batch)
+    return (
+        _malformed_pages("ScheduledBatch.page_tables", batch.page_tables, checked)
+        or malformed_version_2(batch)
+        or malformed_slots("ScheduledBatch", batch.slots)
+    )
 
 
 def _malformed_outcome(outcome: Any) -> str:
@@ -256,7 +261,9 @@ def _malformed_outcome(outcome: Any) -> str:
         return f"StepOutcome.finished must be a sequence of request ids, got {finished!r}"
     if isinstance(outcome.free_pages, bool) or not isinstance(outcome.free_pages, int):
         return f"StepOutcome.free_pages must be an int, got {outcome.free_pages!r}"
-    return _malformed_pages("StepOutcome.freed", outcome.freed)
+    return _malformed_pages("StepOutcome.freed", outcome.freed) or malformed_slots(
+        "StepOutcome", outcome.slots, outcome.free_slots
+    )
 
 
 def _malformed_pages(where: str, tables: Any, checked: Mapping[str, Any] | None = None) -> str:

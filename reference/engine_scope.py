@@ -33,6 +33,8 @@ def engine_replay_scope(workload: Workload, config: EngineConfig) -> Scope:
     problem = invalid_workload(workload)
     if problem:
         return outside(problem, "fix the workload (spec/semantics.md, section 1)")
+    if config.state_slots is not None:
+        return outside("state slots: admission waits for a free slot", STEPPED)
     if config.order != "fcfs":
         return outside(f"admission order {config.order!r}: the queue is re-sorted", STEPPED)
     limits, requests = workload.limits, workload.requests

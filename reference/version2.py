@@ -33,6 +33,18 @@ def malformed_version_2(batch: ScheduledBatch) -> str:
     return ""
 
 
+def malformed_slots(where: str, slots: Any, free: Any = None) -> str:
+    """Why a report of state slots (``ScheduledBatch.slots``, ``StepOutcome.slots`` with
+    ``free_slots``) is malformed, or "" if it is well formed or absent (section 4.2)."""
+    if slots is not None:
+        problem = _malformed(f"{where}.slots", slots, _count)
+        if problem:
+            return problem.replace("an integer >= 0", "a slot id, an integer >= 0")
+    if free is not None and not _count(free):
+        return f"{where}.free_slots must be an integer >= 0, got {free!r}"
+    return ""
+
+
 def _malformed(where: str, values: Any, valid: Any) -> str:
     if not isinstance(values, Mapping):
         return f"{where} must map request ids to values, got {type(values).__name__}"

@@ -15,8 +15,9 @@ def applicable(policy: str, properties: TargetProperties | None = None) -> tuple
 
     Conformance rules apply where declared: BATCH-4 under the declared admission order (the
     policy's fcfs for static and continuous unless another is declared, none otherwise), BATCH-5
-    where a chunking mode is declared, BATCH-6 where ``serves_running`` is; so does the safety
-    rule PAGE-7, where ``async_scheduling`` is. The rules a declaration takes out
+    where a chunking mode is declared, BATCH-6 where ``serves_running`` is; so do the safety
+    rules PAGE-7, where ``async_scheduling`` is, and SLOT-1 and SLOT-2, where ``state_slots``
+    is. The rules a declaration takes out
     (:func:`declared_out`) do not apply.
     """
     ids = {i.id for i in CATALOGUE if "any" in i.applies_to or policy in i.applies_to}
@@ -33,6 +34,8 @@ def applicable(policy: str, properties: TargetProperties | None = None) -> tuple
             ids.add("BATCH-6")
         if properties.async_scheduling:
             ids.add("PAGE-7")
+        if properties.state_slots is not None:
+            ids.update(("SLOT-1", "SLOT-2"))
         ids.difference_update(declared_out(properties))
     return tuple(i for i in CATALOGUE if i.id in ids)
 

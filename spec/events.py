@@ -75,6 +75,13 @@ class IterationEvent:
     preempted: tuple[str, ...] = ()
     """Requests preempted in this iteration: they released every page (``free`` operations of the
     schedule) before this iteration's allocation and went back to the waiting queue."""
+    slots: Mapping[str, int] | None = None
+    """Under a declared ``state_slots``: each request holding a state slot after the schedule,
+    with its slot id (spec/semantics.md 4.2); ``None``: the target has no state slots."""
+    slots_after: Mapping[str, int] | None = None
+    """The same after the update: who still holds a slot once the finished requests left."""
+    free_slots: int | None = None
+    """The state slots the target counted as free after the update."""
 
     @property
     def finished_outside_the_batch(self) -> bool:

@@ -113,6 +113,30 @@ CATALOGUE: tuple[Invariant, ...] = (
         "the reference schedules synchronously)",
     ),
     Invariant(
+        "SLOT-1",
+        "State slots are conserved: each request of the batch holds exactly one slot of the "
+        "declared pool, no slot is held by two requests, and free slots plus slots held equal "
+        "the pool",
+        "A hybrid model keeps each running request's recurrent state in a slot of a fixed pool "
+        "beside the pages (SGLang's mamba slots): two requests in one slot overwrite each "
+        "other's state, a request without one has none to decode from, and a free count that "
+        "drifts admits into slots that are not there or leaves free ones unused.",
+        ("declared",),
+        "checks/monitor/slots.py state_slots_after_the_schedule; the reference takes and gives "
+        "back slots in reference/engine_scheduler/scheduler.py",
+    ),
+    Invariant(
+        "SLOT-2",
+        "No request holds a state slot unless it runs: one finished, aborted, preempted or "
+        "sent back to the queue by a failed admission has given its slot back",
+        "A slot kept by a request that no longer runs is lost to the pool: SGLang leaked mamba "
+        "slots on abort (#12693) and on an admission whose page allocation failed after the "
+        "slot was taken (#16067), until no request could be admitted.",
+        ("declared",),
+        "checks/monitor/slots.py state_slots_after_the_update; the reference gives a slot back "
+        "in reference/engine_scheduler/scheduler.py",
+    ),
+    Invariant(
         "DEC-1",
         "An active request produces at most one token per iteration (exactly one in the lesson "
         "model), and has KV for no token that does not exist",

@@ -328,6 +328,19 @@ class TargetProperties:
             relaxes=("BATCH-3", "LIVE-1", "LIVE-2", "LIVE-4"),
         ),
     ] = False
+    state_slots: Annotated[
+        Positive | None,
+        declare(
+            "The size of a pool of per-request state slots beside the page pool (SGLang's mamba "
+            "slots for a hybrid model): a request holds one slot, its own, from its admission "
+            "until it finishes, is preempted or is aborted, and the target admits only while a "
+            "slot is free. The target reports who holds which slot (ScheduledBatch.slots, "
+            "StepOutcome.slots and free_slots; semantics.md 4.2), held to SLOT-1 (conservation) "
+            "and SLOT-2 (no slot held by a request that is not running). A batch slot left idle "
+            "while every state slot is held is not BATCH-3; null: no such pool.",
+            relaxes=("BATCH-3",),
+        ),
+    ] = None
 
     def __post_init__(self) -> None:
         for name, default in _defaults():
@@ -398,6 +411,12 @@ class TargetProperties:
     def usable_pages(self, limits: Limits) -> int:
         """Pages the pool can hand out: all of them but the reserved ids."""
         return limits.pool_pages - len(self.reserved_pages)
+
+    def running_limit(self, limits: Limits) -> int:
+        """Requests that may run at once: the batch limit, or the declared state slots if
+        fewer (each running request holds one, SLOT-1)."""
+        slots = self.state_slots
+        return limits.batch_limit if slots is None else min(limits.batch_limit, slots)
 
     def unservable(self, workload: Workload) -> str:
         """Why no correct target with these declarations can serve ``workload``, or "".

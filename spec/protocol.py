@@ -40,6 +40,13 @@ and may report prefix-cache hits, shared pages, preemptions with the pages they 
 waiting queue. The lesson protocol is version 2 with those fields left at their defaults, so
 existing schedulers keep working unchanged. Every field is a plain int, string, tuple or mapping
 of them, so the data crosses a process boundary as it is.
+
+**State slots** (section 4.2). A target that declares ``state_slots`` (a per-request state pool
+beside the pages, as SGLang's mamba slots) reports who holds which slot after each call:
+``ScheduledBatch.slots`` after ``schedule()``, ``StepOutcome.slots`` and ``free_slots`` after
+``update_from_output()``. Both snapshots are needed: a slot taken by a request whose admission
+then fails shows after the schedule, one kept by a request finished or aborted in the update only
+after it.
 """
 
 from __future__ import annotations
@@ -81,6 +88,10 @@ class ScheduledBatch:
     """The waiting queue after this ``schedule()``, head first, as the scheduler holds it; the
     monitor checks the declared admission order against it instead of predicting it. ``None``:
     not reported (the engine keeps arrival order, preempted requests at the head)."""
+    slots: Mapping[str, int] | None = None
+    """Under a declared ``state_slots`` (section 4.2): every request that holds a state slot
+    after this ``schedule()``, with its slot id, whether it runs or not (a holder that does not
+    run is how a leak is named). ``None``: the target has no state slots."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,12 @@ class StepOutcome:
     """Pages released in this iteration, by the request that held them."""
     free_pages: int
     """Pages the scheduler's pool counts as free after this iteration."""
+    slots: Mapping[str, int] | None = None
+    """Under a declared ``state_slots``: every request holding a state slot after this update,
+    with its slot id, as :attr:`ScheduledBatch.slots`; ``None``: no state slots."""
+    free_slots: int | None = None
+    """Under a declared ``state_slots``: the slots the target's pool counts as free after this
+    update; ``None``: no state slots."""
 
 
 @runtime_checkable

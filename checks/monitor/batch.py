@@ -198,6 +198,9 @@ class BatchRules:
             return None
         if len(requests.active) >= self.limits.batch_limit:
             return None
+        if len(requests.active) >= properties.running_limit(self.limits):
+            requests.tally.slotless(n)  # every declared state slot is held (SLOT-1)
+            return None
         if properties.estimate_admission:  # no work conservation promised: left unjudged
             requests.tally.unjudged_slots += 1
             return None

@@ -44,6 +44,8 @@ class Tally:
         self.fenced_heads = 0
         self.fenced_at = 0
         self.fenced_waits = 0
+        self.slotless_heads = 0
+        self.slotless_at = 0
 
     def stop_early(self, made: int, from_queue: bool) -> None:
         """A request finished after ``made`` tokens, short of its most (stops_early)."""
@@ -82,6 +84,13 @@ class Tally:
         if self.fenced_at != n:
             self.fenced_at = n
             self.fenced_heads += 1
+
+    def slotless(self, n: int) -> None:
+        """Iteration ``n`` left a batch slot idle while every declared state slot was held
+        (state_slots, BATCH-3)."""
+        if self.slotless_at != n:
+            self.slotless_at = n
+            self.slotless_heads += 1
 
     def capped(self, n: int) -> None:
         """Iteration ``n`` left a prefill of the batch waiting for the declared cap
@@ -157,6 +166,9 @@ class Excused:
     fenced_waits: int = 0
     """Iterations LIVE-1's bound grew by for an iteration that waited for the fence
     (async_scheduling); counted in ``allowance`` too."""
+    slotless_heads: int = 0
+    """Iterations in which BATCH-3 let a batch slot idle while a request waited, every declared
+    state slot being held (state_slots)."""
     allowance: int = 0
     """Iterations LIVE-1's bound grew by for chunked prefills, recompute and folds."""
     past_bound_runs: int = 0

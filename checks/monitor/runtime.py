@@ -14,7 +14,7 @@ declares (spec/eventlog.md, section 4) instead of raising false alarms.
 
 What it checks is the registry (:mod:`.registry`), filled by :mod:`.checklist`,
 :mod:`.checklist_update` and the rules of their own modules (:mod:`.futile`, :mod:`.infeasible`,
-:mod:`.fenced`): within an iteration the steps run in the spec's order
+:mod:`.fenced`, :mod:`.slots`): within an iteration the steps run in the spec's order
 (:data:`kvsched.spec.vocabulary.STEPS`: the bound, preemption, admission, decode, page tables,
 unused slots, completion and freeing), then the end-of-run checks. The work per iteration
 follows what the iteration changed, never the pool or the workload: the request ledger
@@ -35,6 +35,7 @@ from kvsched.checks.monitor import checklist_update as _checklist_update  # noqa
 from kvsched.checks.monitor import fenced as _fenced  # noqa: F401
 from kvsched.checks.monitor import futile as _futile  # noqa: F401
 from kvsched.checks.monitor import infeasible as _infeasible  # noqa: F401
+from kvsched.checks.monitor import slots as _slots  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding, most_specific

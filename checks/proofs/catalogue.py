@@ -83,6 +83,8 @@ NOT_COVERED = {
     "LIVE-4": "not modelled: the model's policies never preempt",
     "LIVE-5": "not modelled: the model's workloads fit the pool",
     "PAGE-7": "not modelled: the model processes each step's output before the next is scheduled",
+    "SLOT-1": "not modelled: the model has no state slots beside the pages",
+    "SLOT-2": "not modelled: the model has no state slots beside the pages",
 }
 """Catalogue invariants these proofs do not speak about, and why (spec/proofs.md, section 3)."""
 

@@ -43,7 +43,7 @@ wire.TEXT_LIMIT characters by the host, or a refusal."""
 
 _SEQUENCES = ("admitted", "preempted", "waiting", "finished")
 _TABLES = ("page_tables", "shared", "preempt_freed", "freed")
-_AMOUNTS = ("computed", "cached")
+_AMOUNTS = ("computed", "cached", "slots")  # slots: a slot id per request (state_slots)
 _FIELDS = {"schedule": ScheduledBatch, "update_from_output": StepOutcome}
 _PARTS = msgspec.msgpack.Decoder(dict[str, msgspec.Raw])
 
@@ -127,9 +127,9 @@ class SchedulerBounds:
         table = ids + count * (HEADER_BYTES + INT_BYTES * self.pool)
         if method == "schedule":
             amounts = ids + count * INT_BYTES
-            return 3 * ids + self._decode_bytes + 3 * table + 2 * amounts + SLACK_BYTES
+            return 3 * ids + self._decode_bytes + 3 * table + 3 * amounts + SLACK_BYTES
         if method == "update_from_output":
-            return ids + table + SLACK_BYTES
+            return ids + table + ids + count * INT_BYTES + SLACK_BYTES
         return SLACK_BYTES
 
     def budget(self, method: str) -> Callable[[int], tuple[int, str]]:

@@ -179,6 +179,11 @@ def _words(
             "pages fenced for the step in flight, and LIVE-1's bound grew by "
             f"{plural(e.fenced_waits, 'iteration')} waiting for them",
         ),
+        "state_slots": (
+            e.slotless_heads,
+            f"{plural(e.slotless_heads, 'iteration')} left a batch slot idle while a request "
+            f"waited and all {plural(properties.state_slots or 0, 'state slot')} were held",
+        ),
         "restart": (
             e.folds,
             f"{plural(e.folds, 'fold')} moved {plural(e.folded_tokens, 'prompt token')} to "

@@ -7,7 +7,16 @@ choices and what they declare, :mod:`.sequence` a request as the scheduler track
 """
 
 from .blocks import BlockManager
-from .config import CONFIGS, CONTINUOUS, NANO_CHUNKED, NANO_CLASSIC, STATIC, VLLM_V1, EngineConfig
+from .config import (
+    CONFIGS,
+    CONTINUOUS,
+    HYBRID,
+    NANO_CHUNKED,
+    NANO_CLASSIC,
+    STATIC,
+    VLLM_V1,
+    EngineConfig,
+)
 from .scheduler import EngineScheduler
 
 VLLMV1Scheduler = EngineScheduler.configured(VLLM_V1)
@@ -15,10 +24,12 @@ NanoChunkedScheduler = EngineScheduler.configured(NANO_CHUNKED)
 NanoClassicScheduler = EngineScheduler.configured(NANO_CLASSIC)
 EngineContinuousScheduler = EngineScheduler.configured(CONTINUOUS)
 EngineStaticScheduler = EngineScheduler.configured(STATIC)
+HybridScheduler = EngineScheduler.configured(HYBRID)
 
 __all__ = [
     "CONFIGS",
     "CONTINUOUS",
+    "HYBRID",
     "NANO_CHUNKED",
     "NANO_CLASSIC",
     "STATIC",
@@ -28,6 +39,7 @@ __all__ = [
     "EngineContinuousScheduler",
     "EngineScheduler",
     "EngineStaticScheduler",
+    "HybridScheduler",
     "NanoChunkedScheduler",
     "NanoClassicScheduler",
     "VLLMV1Scheduler",

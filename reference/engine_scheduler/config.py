@@ -51,6 +51,10 @@ class EngineConfig:
     rejects_infeasible: Rejection = "at-head"
     """When a request the pool can never hold (semantics.md 1.2) is finished without its
     output: as it comes to the head of the queue, or as it arrives (LIVE-5)."""
+    state_slots: int | None = None
+    """A pool of this many per-request state slots beside the pages (SGLang's mamba slots): a
+    request takes one as it is admitted and gives it back when it finishes or is preempted, and
+    admission waits for a free one (SLOT-1, SLOT-2); ``None``: no such pool."""
     name: str = "engine"
 
     def __post_init__(self) -> None:
@@ -60,6 +64,8 @@ class EngineConfig:
             raise ValueError("peak admission is the lesson's: no chunking, no prefix caching")
         if self.order == "none":
             raise ValueError("the engine scheduler needs an order to take waiting requests in")
+        if self.state_slots is not None and self.state_slots < 1:
+            raise ValueError(f"state_slots must be >= 1, got {self.state_slots}")
         if self.watermark_pages < 0:
             raise ValueError(f"watermark_pages must be >= 0, got {self.watermark_pages}")
         for cap in ("prefill_chunk", "max_partial_prefills"):
@@ -98,6 +104,7 @@ class EngineConfig:
             serves_running=self.batching == "mixed"
             and (self.chunking == "all" or self.token_budget is None),
             rejects_infeasible=self.rejects_infeasible,
+            state_slots=self.state_slots,
         )
 
 
@@ -115,6 +122,12 @@ CONTINUOUS = EngineConfig(
     name="continuous",
 )
 STATIC = replace(CONTINUOUS, static=True, name="static")
+
+HYBRID = replace(VLLM_V1, token_budget=16, state_slots=2, name="hybrid")
+"""vLLM v1's design with a pool of two state slots, as a hybrid model's (SGLang's mamba slots):
+at most two requests run whatever the batch limit. Not among :data:`CONFIGS`, whose designs the
+batched replay and ``kvsched replay --engine`` compare; checked as a class
+(``kvsched.reference.engine_scheduler:HybridScheduler``)."""
 
 CONFIGS: dict[str, EngineConfig] = {
     c.name: c for c in (VLLM_V1, NANO_CHUNKED, NANO_CLASSIC, CONTINUOUS, STATIC)

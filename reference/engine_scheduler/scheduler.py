@@ -12,6 +12,7 @@ It speaks protocol version 2 (spec/protocol.py) and declares its design (:mod:`.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -61,6 +62,11 @@ class EngineScheduler:
         self.committed = 0  # peak pages of the batch, under peak admission only
         self.rejected: list[str] = []  # finished without output in this iteration (LIVE-5)
         self.unservable = 0  # requests waiting that the pool can never hold (LIVE-5)
+        # State slots (SLOT-1, SLOT-2): the free ids, a heap so the lowest goes first, and the
+        # slot each running request holds.
+        slots = self.config.state_slots
+        self.free_slots: list[int] = [] if slots is None else list(range(slots))
+        self.slot_of: dict[str, int] = {}
 
     @classmethod
     def configured(cls, config: EngineConfig) -> type[EngineScheduler]:
@@ -118,6 +124,7 @@ class EngineScheduler:
             preempted=tuple(step.preempted),
             preempt_freed=step.preempt_freed,
             waiting=tuple(s.id for s in self._queue()),
+            slots=self._slots(),
         )
 
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
@@ -132,10 +139,37 @@ class EngineScheduler:
             self.blocks.release(seq.table)
             freed[rid] = tuple(seq.table)
             seq.table = []
+            self._give_slot(seq)
             if self.config.admission == "peak":
                 self.committed -= peak_pages(seq.request, self.limits.page_size)
         finished = (*output.stopped, *rejected)
-        return StepOutcome(tuple(finished), freed, self.blocks.free_count)
+        slots = self._slots()
+        free = None if slots is None else len(self.free_slots)
+        return StepOutcome(tuple(finished), freed, self.blocks.free_count, slots, free)
+
+    # state slots (SLOT-1, SLOT-2) -------------------------------------------------------------
+    def _slots(self) -> dict[str, int] | None:
+        """Who holds which state slot, for the protocol; ``None`` without a slot pool."""
+        return None if self.config.state_slots is None else dict(self.slot_of)
+
+    def _slot_free(self) -> bool:
+        """Whether a request may be admitted as far as state slots go."""
+        return self.config.state_slots is None or bool(self.free_slots)
+
+    def _take_slot(self, seq: Seq) -> None:
+        if self.config.state_slots is not None:
+            self.slot_of[seq.id] = heapq.heappop(self.free_slots)
+
+    def _give_slot(self, seq: Seq) -> None:
+        """SLOT-2: a request that leaves the batch gives its slot back."""
+        slot = self.slot_of.pop(seq.id, None)
+        if slot is not None:
+            heapq.heappush(self.free_slots, slot)
+
+    def _admission_failed(self, seq: Seq) -> None:
+        """An admission that took a slot and then found no pages gives the slot back (the fix
+        of SGLang #16067, whose request went back to the queue holding it)."""
+        self._give_slot(seq)
 
     # requests no scheduler can hold (semantics.md 1.2) -----------------------------------------
     def _infeasible(self, seq: Seq) -> bool:
@@ -206,6 +240,7 @@ class EngineScheduler:
         seq.status = Status.WAITING
         step.budget += step.computed.pop(seq.id, 0)
         self.blocks.release(seq.table)
+        self._give_slot(seq)
         # A victim scheduled earlier in this schedule() (the priority victim can be) took pages
         # that never showed in a table: preemption comes before allocation in the iteration's
         # order (10.4), so it releases what it held when the iteration began.
@@ -239,12 +274,16 @@ class EngineScheduler:
             return
         if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
             return  # before the queue is copied (sorted, in some orders) for nothing
+        if not self._slot_free():
+            return
         for seq in list(self._queue()):
             if self.unservable and self._infeasible(seq):
                 self._reject(seq)  # LIVE-5: failed as it comes to be scheduled, blocking no one
                 continue
             if len(self.running) >= self.limits.batch_limit or step.budget <= 0:
                 return
+            if not self._slot_free():
+                return  # head-of-line: every state slot is held
             hits = self._hits(seq)
             known = len(hits) * page_size
             count = min(seq.tokens - known, step.budget, step.chunk)
@@ -259,7 +298,9 @@ class EngineScheduler:
             # The watermark keeps room for running requests to grow; an idle engine ignores it,
             # or a request bigger than the pool minus the watermark would wait forever (LIVE-2).
             keep = cfg.watermark_pages if self.running else 0
+            self._take_slot(seq)  # first, as SGLang takes its mamba slot before the pages
             if not self.blocks.can_allocate(fresh + revived, keep):
+                self._admission_failed(seq)
                 return
             if cfg.admission == "peak":
                 self.committed += peak_pages(seq.request, page_size)

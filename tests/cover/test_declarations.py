@@ -208,7 +208,7 @@ def test_every_relaxing_declaration_says_what_it_excused_or_that_it_excused_noth
         prefill_chunk=4, preemption=True, prefix_sharing=True, reserve_ahead=True,
         max_model_len=64, watermark_pages=1, order="none", budget="padded",
         estimate_admission=True, restart="fold", stops_early=True, serves_running=True,
-        max_partial_prefills=2, async_scheduling=True,
+        max_partial_prefills=2, async_scheduling=True, state_slots=2,
     )  # fmt: skip
     listed = {e.declaration: e for e in excuses(everything, "continuous", Excused(runs=1))}
     # serves_running adds a check (BATCH-6) and relaxes none: no excuse to list.

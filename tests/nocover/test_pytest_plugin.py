@@ -27,9 +27,10 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     # The reference: 20 invariants hold, BATCH-3, BATCH-5 and BATCH-6 do not apply to static
-    # batching, nor PAGE-7 to a target that does not declare asynchronous scheduling. The
-    # mutant: REQ-2 fails, the 23 others do not apply or were not checked past it.
-    assert "1 failed, 20 passed, 27 skipped" in result.stdout
+    # batching, nor PAGE-7 to a target that does not declare asynchronous scheduling, nor
+    # SLOT-1 and SLOT-2 to one that declares no state slots. The mutant: REQ-2 fails, the 25
+    # others do not apply or were not checked past it.
+    assert "1 failed, 20 passed, 31 skipped" in result.stdout
     # Under the module's path below its import root, so the JUnit classname reads as one too.
     node = f"kvsched/checks/mutants/batching.py::kvsched[{MUTANTS}.batching:FinishesTwice]"
     assert f"FAILED {node}[continuous][REQ-2]" in result.stdout
