@@ -79,12 +79,6 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
             f"{where}: field 'target': missing field 'policy' (a log declares "
             "the policy its target implements)"
         )
-    if properties.state_slots is not None:
-        raise EventLogError(
-            f"{where}: field 'target': state_slots is declared, but a log cannot say yet who "
-            "holds which slot (spec/eventlog.md 4.14), so SLOT-1 and SLOT-2 could not be "
-            "judged; check the scheduler as a class (spec/protocol.py, section 4.2)"
-        )
     pages = _mode(document.get("pages", "ids"), PAGE_MODES, "pages", where)
     if pages == "counts" and properties.prefix_sharing:
         raise EventLogError(

@@ -28,7 +28,9 @@ from kvsched.checks.eventlog.version2 import (
     PageMode,
     Preempt,
     Share,
+    Slot,
     Token,
+    Unslot,
 )
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties
@@ -49,6 +51,9 @@ class Lowering:
         self.standins: deque[int] = deque(usable if self.counts else ())
         self.pool_pages = workload.limits.pool_pages
         self.beyond = self.pool_pages  # stand-ins past the pool: PAGE-5 names them
+        self.slotted = properties.state_slots is not None
+        self.slots: dict[str, int] = {}
+        """Each request holding a state slot, with its slot, as the lines' operations left it."""
 
     def at(self, tables: dict[str, tuple[int, ...]], batch: tuple[str, ...]) -> Lowering:
         """A lowering of this log whose live tables and batch are ``tables`` and ``batch``: to
@@ -56,6 +61,7 @@ class Lowering:
         other = Lowering(*self.made)  # a compiled class cannot be copied
         other.standins, other.beyond = self.standins, self.beyond
         other.tables, other.batch = dict(tables), dict.fromkeys(batch)
+        other.slots = dict(self.slots)  # a line taken in without its event moves no slot
         return other
 
     def lower(self, line: IterationLine, waiting: tuple[str, ...], where: str) -> IterationEvent:
@@ -73,6 +79,8 @@ class Lowering:
         freed: dict[str, tuple[int, ...]] = {}
         active: tuple[str, ...] = ()
         tables: dict[str, tuple[int, ...]] = {}
+        slots = self._slots_declared(line, where)
+        scheduled_slots: dict[str, int] | None = None  # the holders once the schedule is done
         for index, op in enumerate(line.ops):
             kind = type(op)
             if kind in PHASE:
@@ -84,6 +92,7 @@ class Lowering:
                     )
                 if phase == SCHEDULE and PHASE[kind] > SCHEDULE:
                     active, tables = self._scheduled()
+                    scheduled_slots = None if slots is None else dict(slots)
                 phase = PHASE[kind]
             match op:
                 case Decode():
@@ -129,10 +138,27 @@ class Lowering:
                     schedule.append(Op("preempt", op.request))
                 case Finish():
                     finished.append(op.request)
+                case Slot() | Unslot():
+                    if slots is None:
+                        raise EventLogError(
+                            f"{_at(where, index)}: '{op.__struct_config__.tag}' takes or gives "
+                            "back a state slot, but the header declares no state_slots"
+                        )
+                    if phase != SCHEDULE:
+                        phase = UPDATE
+                    if isinstance(op, Slot):
+                        # A second slot for one request replaces the first in the snapshot:
+                        # the first is then held by no one, and the free count shows it.
+                        slots[op.request] = op.slot
+                    elif slots.get(op.request) == op.slot:
+                        del slots[op.request]
+                    # An unslot of a slot the request does not hold leaves what it holds: if
+                    # it no longer runs, SLOT-2 names it.
                 case _:
                     assert_never(op)
         if phase == SCHEDULE:
             active, tables = self._scheduled()
+            scheduled_slots = None if slots is None else dict(slots)
         if line.tables is not None:
             self._compare(line.tables, tables, where)
         for rid in finished:
@@ -154,7 +180,25 @@ class Lowering:
             shared=shared,
             preempted=tuple(op.request for op in schedule if op.kind == "preempt"),
             schedule=tuple(schedule),
+            slots=scheduled_slots,
+            slots_after=None if slots is None else dict(slots),
+            free_slots=line.free_slots,
         )
+
+    def _slots_declared(self, line: IterationLine, where: str) -> dict[str, int] | None:
+        """The live slot holders a line's operations change, where the header declares state
+        slots (``None`` otherwise); :class:`EventLogError` if its free slot count is missing
+        there, or given where none are declared."""
+        if self.slotted != (line.free_slots is not None):
+            if self.slotted:
+                raise EventLogError(
+                    f"{where}: missing field 'free_slots' (required in every iteration line of "
+                    "a log whose target declares state_slots)"
+                )
+            raise EventLogError(
+                f"{where}: field 'free_slots' is given, but the header declares no state_slots"
+            )
+        return self.slots if self.slotted else None
 
     def _scheduled(self) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
         """The batch and its tables once the schedule is done: what the step runs on."""

@@ -6,7 +6,7 @@ where the log declares prefix sharing, an admitted request's table may begin wit
 reference), the step decodes and computes prompts, or chunks of them, each prompt's end with
 its token (after a prefix hit, the rest of the prompt), and the update finishes requests and
 frees their pages. Everything else (and a line whose phases are out of order, which the lowering
-rejects as malformed) goes to the full path.
+rejects as malformed, or that takes, gives back or counts a state slot) goes to the full path.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from kvsched.spec.vocabulary import WAITING
 
 def in_scope(header: LogHeader) -> bool:
     """Whether the fast path applies to a log with this header: a log of version 2 that lists
-    page ids. Which of its lines it takes in, each check's predicates say
-    (:class:`~kvsched.checks.monitor.registry.Steady`), whatever the log declares."""
-    return header.version == 2 and header.pages == "ids"
+    page ids and declares no state slots. Which of its lines it takes in, each check's
+    predicates say (:class:`~kvsched.checks.monitor.registry.Steady`), whatever else the log
+    declares. Every line of a log with state slots may take, give back or count a slot, and the
+    slot holders live in the lowering (:mod:`.lowering`), so such a log goes the full path."""
+    return header.version == 2 and header.pages == "ids" and header.properties.state_slots is None
 
 
 class LineOps:
@@ -81,6 +83,8 @@ def sort_ops(
     takes: pages of the pool for a request of the batch (whether another holds them is the
     caller's to say), pages taken by reference and cache hits at admission where the log
     declares prefix sharing, admissions of waiting requests, at most one decode list."""
+    if line.free_slots is not None:
+        return None  # a slot count where none is declared: the lowering refuses the line
     ops = LineOps()
     allocs, admitted, grown, gained = ops.allocs, ops.admitted, ops.grown, ops.gained
     computes, tokens, finishes, frees, shared, cached = (

@@ -1,14 +1,15 @@
 """Iteration lines of an event log, version 2: operations in order, pages as deltas.
 
 A version-2 iteration line lists what the engine did, in the order it did it (spec/eventlog.md,
-section 8): the schedule (``arrive``, ``preempt``, ``free``, ``admit``, ``alloc``, ``share``),
-then the step (``cache``, ``compute``, ``token``, ``decode``), then the update (``finish``,
-``free``, late ``arrive``). Page tables travel as the pages each operation adds or frees, with an
-optional full snapshot (``tables``) that must agree with them. A log may declare its allocator
-count-only (``"pages": "counts"``): operations then carry page counts, and the lowering
-hands out stand-in page ids as a correct pool would, so the monitor checks the counts (PAGE-1,
-PAGE-3, PAGE-4, PAGE-5) while no finding can rest on a page's identity (PAGE-2).
-:mod:`.lowering` turns the lines into events.
+section 8): the schedule (``arrive``, ``preempt``, ``free``, ``admit``, ``alloc``, ``share``), then
+the step (``cache``, ``compute``, ``token``, ``decode``), then the update (``finish``, ``free``,
+late ``arrive``); a target that declares ``state_slots`` takes and gives back its slots with
+``slot`` and ``unslot``, in the schedule or the update. Page tables travel as the pages each
+operation adds or frees, with an optional full snapshot (``tables``) that must agree with them. A
+log may declare its allocator count-only (``"pages": "counts"``): operations then carry page
+counts, and the lowering hands out stand-in page ids as a correct pool would, so the monitor checks
+the counts (PAGE-1, PAGE-3, PAGE-4, PAGE-5) while no finding can rest on a page's identity
+(PAGE-2). :mod:`.lowering` turns the lines into events.
 """
 
 from __future__ import annotations
@@ -80,15 +81,41 @@ class Finish(msgspec.Struct, tag="finish", array_like=True):
     request: Id
 
 
+class Slot(msgspec.Struct, tag="slot", array_like=True):
+    """The request takes state slot ``slot`` (a declared ``state_slots``, eventlog.md 4.14)."""
+
+    request: Id
+    slot: Count
+
+
+class Unslot(msgspec.Struct, tag="unslot", array_like=True):
+    """The request gives state slot ``slot`` back."""
+
+    request: Id
+    slot: Count
+
+
 Operation = (
-    Arrive | Preempt | Admit | Alloc | Share | Free | Cache | Compute | Token | Decode | Finish
+    Arrive
+    | Preempt
+    | Admit
+    | Alloc
+    | Share
+    | Free
+    | Cache
+    | Compute
+    | Token
+    | Decode
+    | Finish
+    | Slot
+    | Unslot
 )
 
 NO_QUEUE = msgspec.Raw()
 """An iteration line's ``waiting`` when the field is absent; msgspec omits only this object."""
 
 SCHEDULE, STEP, UPDATE = 0, 1, 2
-PHASE: dict[type, int] = {  # the phase each operation belongs to (arrive and free: either)
+PHASE: dict[type, int] = {  # each operation's phase (arrive, free, slot and unslot: either)
     Preempt: SCHEDULE, Admit: SCHEDULE, Alloc: SCHEDULE, Share: SCHEDULE,
     Cache: STEP, Compute: STEP, Token: STEP, Decode: STEP, Finish: UPDATE,
 }  # fmt: skip
@@ -109,11 +136,16 @@ class IterationLine(
     """The queue's JSON, a list of ids: :class:`~.ids.QueueReader` decodes it, mostly from
     the last line's (empty: the field is absent, an empty queue)."""
     tables: Pages | None = None
+    free_slots: Count | None = None
+    """The state slots the target counts as free after the iteration: in every line of a log
+    that declares ``state_slots``, in none of another's (eventlog.md 4.14)."""
 
     def keys(self) -> int:
         """How many keys this line's JSON holds, ``tables``' included, if none repeats
-        (:func:`~.ids.split_queue` has it inlined)."""
+        (:func:`~.ids.split_queue` has it inlined, without ``free_slots``: a line that has it
+        is read the slower way)."""
         keys = BARE_KEYS + 1 if self.waiting else BARE_KEYS
+        keys += self.free_slots is not None
         return keys if self.tables is None else keys + 1 + len(self.tables)
 
 

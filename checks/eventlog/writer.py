@@ -34,7 +34,9 @@ from kvsched.checks.eventlog.version2 import (
     Preempt,
     RequestMode,
     Share,
+    Slot,
     Token,
+    Unslot,
     ids_json,
     queue_json,
 )
@@ -144,21 +146,54 @@ def v2_lines(
     yield header_line(run.workload, properties, requests=requests)
     prompts = {r.id: r.prompt_tokens for r in run.workload.requests}
     coming = deque(arrival_order(run.workload.requests) if requests == "lines" else ())
+    held: Mapping[str, int] = {}  # state slot holders after the last line (state_slots)
     for event in run.events:
         while coming and max(1, coming[0].arrival) <= event.iteration:
             yield request_line(coming.popleft()).decode()
         ops = tuple(ops_of(event, prompts))
+        if event.slots is not None:
+            ops, held = _with_slots(ops, held, event)
         waiting = queue_json(tuple(event.waiting))
         # Version 2 has no operation for pages that left a table unfreed: a snapshot of the
         # tables shows them, and a reader refuses the line whose operations disagree with it.
         lost = any(op.kind == "lose" for op in event.schedule)
         tables = dict(event.page_tables) if lost else None
-        line = IterationLine(event.iteration, ops, event.free_pages, waiting, tables)
+        line = IterationLine(
+            event.iteration, ops, event.free_pages, waiting, tables, event.free_slots
+        )
         yield ENCODER.encode(line).decode()
     yield from (request_line(request).decode() for request in coming)
     if run.fault is not None:
         fault = run.fault
         yield ENCODER.encode(FaultLine(fault.iteration, fault.call, fault.message)).decode()
+
+
+def _with_slots(
+    ops: tuple[Operation, ...], held: Mapping[str, int], event: IterationEvent
+) -> tuple[tuple[Operation, ...], Mapping[str, int]]:
+    """``ops`` with the slots taken and given back: at the end of the schedule, what changed
+    from ``held`` (the holders after the line before) to the holders after the schedule, and
+    at the end of the line, what changed from those to the holders after the update. Also the
+    holders after the update, for the next line."""
+    scheduled = sum(1 for op in event.schedule if op.kind != "lose")
+    after_schedule = event.slots or {}
+    after_update = event.slots_after or {}
+    moved = (
+        *ops[:scheduled],
+        *_slot_moves(held, after_schedule),
+        *ops[scheduled:],
+        *_slot_moves(after_schedule, after_update),
+    )
+    return moved, after_update
+
+
+def _slot_moves(before: Mapping[str, int], after: Mapping[str, int]) -> list[Operation]:
+    """The ``unslot`` and ``slot`` operations that take holders ``before`` to ``after``."""
+    moves: list[Operation] = [
+        Unslot(rid, slot) for rid, slot in before.items() if after.get(rid) != slot
+    ]
+    moves += (Slot(rid, slot) for rid, slot in after.items() if before.get(rid) != slot)
+    return moves
 
 
 def _scheduled(op: Op) -> Operation | None:

@@ -22,8 +22,10 @@ BATCH-3 (checks/monitor/batch.py reads :meth:`~kvsched.spec.properties.TargetPro
 running_limit`). The reference takes a slot when it admits and gives it back when a request
 finishes, is preempted or is rejected (reference/engine_scheduler/scheduler.py).
 
-An event log cannot carry slots yet (spec/eventlog.md 4.14): its reader refuses a header that
-declares them, so the fast path never meets a line these checks would have work on.
+An event log carries them as operations (spec/eventlog.md 4.14): ``slot`` and ``unslot`` as the
+engine takes and gives back a slot, and each line's ``free_slots``; its reader builds the two
+snapshots from them. The fast path takes no line of a log that declares state slots
+(checks/eventlog/steady_ops.py ``in_scope``), so these checks have no work on a steady line.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from kvsched.checks.eventlog.jsonl import EventLogError, check_log
+from kvsched.checks.eventlog.log_check import check_stream
+from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
 from kvsched.checks.mutants.slots import FreesSlotTwice, HybridV1, KeepsSlotOnFailedAdmission
@@ -20,11 +22,19 @@ from kvsched.reference.engine import Run, run
 from kvsched.spec.applicability import applicable
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import BY_ID
-from kvsched.spec.properties import TargetProperties, properties_to_json
+from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
-from kvsched.spec.workload import Limits, Request, Workload, workload_to_json
+from kvsched.spec.workload import Limits, Request, Workload
 
 HYBRID = HybridV1.properties
+
+
+class V1Budget16(HybridV1):
+    """The same design without state slots."""
+
+    config = replace(HybridV1.config, state_slots=None)
+    properties = replace(HYBRID, state_slots=None)
+
 
 # 'a' takes both usable pages: 'b' finds a slot free but no page until 'a' finishes.
 TIGHT = Workload(
@@ -177,18 +187,64 @@ def test_the_mutants_are_caught_with_their_own_ids_first() -> None:
     assert "counts 2 state slots free after iteration 2" in twice.message
 
 
-def test_an_event_log_declaring_state_slots_is_refused(tmp_path: Path) -> None:
-    header = {
-        "type": "header",
-        "format": "kvsched-eventlog",
-        "version": 2,
-        "workload": workload_to_json(TIGHT),
-        "target": properties_to_json(HYBRID),
-    }
-    path = tmp_path / "slots.jsonl"
-    path.write_text(json.dumps(header) + "\n")
-    with pytest.raises(EventLogError, match="state_slots is declared, but a log cannot say"):
-        check_log(path)
+def write(path: Path, result: Run, properties: TargetProperties = HYBRID) -> Path:
+    path.write_text("\n".join(v2_lines(result, properties)) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("workload", [TIGHT, GROW, ROOMY], ids=lambda w: w.name)
+@pytest.mark.parametrize("target", [HybridV1, KeepsSlotOnFailedAdmission, FreesSlotTwice])
+def test_a_log_carries_the_slots_and_is_judged_as_the_run(
+    workload: Workload, target: type[HybridV1], tmp_path: Path
+) -> None:
+    result = recorded(workload, target)
+    path = write(tmp_path / "run.jsonl", result)
+    expected = judged(result)
+    for fast in (False, True):
+        found = check_stream(path, fast=fast).finding
+        same = (found.invariant, found.iteration, found.requests) if found else None
+        assert same == (
+            (expected.invariant, expected.iteration, expected.requests) if expected else None
+        )
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def rewrite(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_a_logged_finish_without_its_unslot_is_slot_2(tmp_path: Path) -> None:
+    lines = rows(write(tmp_path / "run.jsonl", recorded(TIGHT)))
+    third = lines[3]
+    assert third["ops"][-1] == ["unslot", "a", 0]
+    del third["ops"][-1]
+    third["free_slots"] = 2  # the engine's count, right or not, does not hide the holder
+    finding = check_log(rewrite(tmp_path / "leak.jsonl", lines))
+    assert finding is not None and (finding.invariant, finding.iteration) == ("SLOT-2", 3)
+    assert "'a' still holds state slot 0 after iteration 3 but finished" in finding.message
+
+
+def test_a_log_line_without_its_slot_count_or_with_one_undeclared_is_refused(
+    tmp_path: Path,
+) -> None:
+    lines = rows(write(tmp_path / "run.jsonl", recorded(TIGHT)))
+    del lines[2]["free_slots"]
+    with pytest.raises(EventLogError, match="missing field 'free_slots'"):
+        check_log(rewrite(tmp_path / "missing.jsonl", lines))
+    plain = rows(
+        write(tmp_path / "plain.jsonl", recorded(TIGHT, V1Budget16), V1Budget16.properties)
+    )
+    plain[1]["free_slots"] = 2
+    with pytest.raises(EventLogError, match="'free_slots' is given, but the header declares no"):
+        check_log(rewrite(tmp_path / "undeclared.jsonl", plain))
+    del plain[1]["free_slots"]
+    plain[1]["ops"].insert(1, ["slot", "a", 0])
+    with pytest.raises(EventLogError, match="'slot' takes or gives back a state slot, but"):
+        check_log(rewrite(tmp_path / "undeclared-op.jsonl", plain))
 
 
 def test_the_events_carry_both_snapshots() -> None:
