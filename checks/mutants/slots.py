@@ -9,23 +9,29 @@ slot bug put in:
   allocation then fails, and the request goes back to the queue still holding it (SLOT-2, after
   the schedule); the slot is lost to the pool;
 - :class:`FreesSlotTwice`: a preempted request's slot is given back twice, so the free list holds
-  it twice and counts one slot too many, and two later admissions may share it (SLOT-1).
+  it twice and counts one slot too many, and two later admissions may share it (SLOT-1);
+- :class:`KeepsSlotOnAbort`, SGLang #12693: a request its client aborts leaves the batch with its
+  pages given back but not its slot (SLOT-2, after the update). Its design aborts, as a client
+  would, every request with an odd prompt once it has its first token, and declares
+  ``stops_early``; its twin :class:`AbortsOddPrompts` gives the slot back.
 
-Neither shows on a workload whose pool never runs short: the default check's search must draw one
-whose admissions or running requests outgrow the pages. Their twin, :class:`HybridV1`, is the
-correct design (:data:`TWINS`), which the zoo's tests check clean.
+The first two show only on a workload whose pool runs short: the default check's search must draw
+one whose admissions or running requests outgrow the pages. Each mutant's twin is its correct
+design (:data:`TWINS`), which the zoo's tests check clean.
 """
 
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 
 from kvsched.checks.mutants.engine import V1
 from kvsched.checks.mutants.mutant import Mutant
 from kvsched.reference.engine_scheduler import HYBRID, EngineConfig
 from kvsched.reference.engine_scheduler.scheduler import Step
-from kvsched.reference.engine_scheduler.sequence import Seq
+from kvsched.reference.engine_scheduler.sequence import Seq, Status
 from kvsched.spec.properties import TargetProperties
+from kvsched.spec.protocol import ModelOutput, StepOutcome
 
 
 class HybridV1(V1):
@@ -54,9 +60,43 @@ class FreesSlotTwice(HybridV1):
             heapq.heappush(self.free_slots, slot)  # the bug: given back a second time
 
 
+class AbortsOddPrompts(HybridV1):
+    """The hybrid design under clients that abort: every request with an odd prompt is aborted
+    once it has its first token, and leaves the batch with its pages and its slot given back
+    (the twin of :class:`KeepsSlotOnAbort`)."""
+
+    properties = replace(HYBRID.properties(), stops_early=True)
+
+    def update_from_output(self, output: ModelOutput) -> StepOutcome:
+        outcome = super().update_from_output(output)
+        finished, freed = list(outcome.finished), dict(outcome.freed)
+        for seq in list(self.running):
+            if seq.request.prompt_tokens % 2 and seq.generated >= 1:
+                self.running.remove(seq)
+                seq.status = Status.FINISHED
+                self.blocks.release(seq.table)
+                freed[seq.id], seq.table = tuple(seq.table), []
+                self._slot_on_abort(seq)
+                finished.append(seq.id)
+        slots = self._slots()
+        free = None if slots is None else len(self.free_slots)
+        return StepOutcome(tuple(finished), freed, self.blocks.free_count, slots, free)
+
+    def _slot_on_abort(self, seq: Seq) -> None:
+        self._give_slot(seq)
+
+
+class KeepsSlotOnAbort(AbortsOddPrompts):
+    """SGLang #12693: an aborted request's pages are given back, its state slot is not."""
+
+    def _slot_on_abort(self, seq: Seq) -> None:
+        return None  # the bug: the abort path forgets the slot
+
+
 TWINS: dict[type[V1], type[V1]] = {
     KeepsSlotOnFailedAdmission: HybridV1,
     FreesSlotTwice: HybridV1,
+    KeepsSlotOnAbort: AbortsOddPrompts,
 }
 """Each mutant's correct design, which must check clean."""
 
@@ -67,6 +107,8 @@ MUTANTS: tuple[Mutant, ...] = (
            f"{__name__}:KeepsSlotOnFailedAdmission"),
     Mutant("slot freed twice", "a preempted request's state slot is given back twice", "SLOT-1",
            f"{__name__}:FreesSlotTwice"),
+    Mutant("slot kept on abort", "an aborted request gives back its pages but not its state "
+           "slot", "SLOT-2", f"{__name__}:KeepsSlotOnAbort"),
 )  # fmt: skip
 """This module's mutants, for the zoo (:mod:`.zoo`): classes the default check's search must
 draw a tight pool for."""

@@ -17,7 +17,13 @@ from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
-from kvsched.checks.mutants.slots import FreesSlotTwice, HybridV1, KeepsSlotOnFailedAdmission
+from kvsched.checks.mutants.slots import (
+    AbortsOddPrompts,
+    FreesSlotTwice,
+    HybridV1,
+    KeepsSlotOnAbort,
+    KeepsSlotOnFailedAdmission,
+)
 from kvsched.reference.engine import Run, run
 from kvsched.spec.applicability import applicable
 from kvsched.spec.events import IterationEvent
@@ -56,8 +62,16 @@ ROOMY = Workload(
 )
 
 
+# 'a' (an odd prompt) is aborted by its client after its first token; 'c' takes its slot.
+ABORTS = Workload(
+    "aborts",
+    Limits(batch_limit=2, page_size=2, pool_pages=8),
+    (Request("a", 0, 3, 3), Request("b", 0, 2, 2), Request("c", 1, 2, 2)),
+)
+
+
 def recorded(workload: Workload, target: type[HybridV1] = HybridV1) -> Run:
-    return run(workload, target, HYBRID.policy, properties=HYBRID)
+    return run(workload, target, HYBRID.policy, properties=target.properties)
 
 
 def judged(result: Run, properties: TargetProperties = HYBRID) -> Finding | None:
@@ -185,6 +199,15 @@ def test_the_mutants_are_caught_with_their_own_ids_first() -> None:
     twice = judged(recorded(GROW, FreesSlotTwice))
     assert twice is not None and (twice.invariant, twice.iteration) == ("SLOT-1", 2)
     assert "counts 2 state slots free after iteration 2" in twice.message
+    aborting = AbortsOddPrompts.properties
+    assert judged(recorded(ABORTS, AbortsOddPrompts), aborting) is None
+    kept = judged(recorded(ABORTS, KeepsSlotOnAbort), aborting)
+    assert kept is not None and (kept.invariant, kept.iteration, kept.requests) == (
+        "SLOT-2",
+        1,
+        ("a",),
+    )
+    assert "'a' still holds state slot 0 after iteration 1 but finished" in kept.message
 
 
 def write(path: Path, result: Run, properties: TargetProperties = HYBRID) -> Path:
@@ -192,14 +215,17 @@ def write(path: Path, result: Run, properties: TargetProperties = HYBRID) -> Pat
     return path
 
 
-@pytest.mark.parametrize("workload", [TIGHT, GROW, ROOMY], ids=lambda w: w.name)
-@pytest.mark.parametrize("target", [HybridV1, KeepsSlotOnFailedAdmission, FreesSlotTwice])
+@pytest.mark.parametrize("workload", [TIGHT, GROW, ROOMY, ABORTS], ids=lambda w: w.name)
+@pytest.mark.parametrize(
+    "target",
+    [HybridV1, KeepsSlotOnFailedAdmission, FreesSlotTwice, AbortsOddPrompts, KeepsSlotOnAbort],
+)
 def test_a_log_carries_the_slots_and_is_judged_as_the_run(
     workload: Workload, target: type[HybridV1], tmp_path: Path
 ) -> None:
     result = recorded(workload, target)
-    path = write(tmp_path / "run.jsonl", result)
-    expected = judged(result)
+    path = write(tmp_path / "run.jsonl", result, target.properties)
+    expected = judged(result, target.properties)
     for fast in (False, True):
         found = check_stream(path, fast=fast).finding
         same = (found.invariant, found.iteration, found.requests) if found else None
