@@ -14,7 +14,7 @@ kvsched's, whatever the target wrote.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.workload import Workload
@@ -113,9 +113,20 @@ def describe_event(event: IterationEvent) -> str:
             f"{one_line(rid)} {page_list(p)}" for rid, p in event.page_tables.items()
         )
         parts.append(f"page ids {tables};")
+    if event.slots is not None:  # a target with state slots (semantics.md 4.2)
+        parts.append(f"state slots {_holders(event.slots)};")
     for rid in event.finished:
         freed = page_list(event.freed.get(rid, ()))
         parts.append(f"{one_line(rid)} finishes, frees page ids {freed};")
+    if event.slots_after is not None and event.slots_after != event.slots:
+        parts.append(f"then state slots {_holders(event.slots_after)};")
     free = f"{plural(event.free_pages, 'page')} free"
+    if event.free_slots is not None:
+        free += f", {plural(event.free_slots, 'state slot')} free"
     parts.append(f"{free}; waiting {id_list(event.waiting)}" if event.waiting else free)
     return " ".join(parts)
+
+
+def _holders(slots: Mapping[str, int]) -> str:
+    """Who holds which state slot, in words."""
+    return ", ".join(f"{one_line(rid)} {slot}" for rid, slot in slots.items()) or "none held"

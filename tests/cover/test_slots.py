@@ -30,6 +30,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.invariants import BY_ID
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, StepOutcome
+from kvsched.spec.text import describe_event
 from kvsched.spec.workload import Limits, Request, Workload
 
 HYBRID = HybridV1.properties
@@ -276,3 +277,12 @@ def test_a_log_line_without_its_slot_count_or_with_one_undeclared_is_refused(
 def test_the_events_carry_both_snapshots() -> None:
     first: IterationEvent = recorded(GROW).events[1]
     assert (first.slots, first.slots_after, first.free_slots) == ({"a": 0}, {"a": 0}, 1)
+
+
+def test_the_last_iterations_of_a_finding_show_who_holds_which_slot() -> None:
+    kept = judged(recorded(TIGHT, KeepsSlotOnFailedAdmission))
+    assert kept is not None
+    first = describe_event(kept.recent[-1])
+    assert "state slots a 0, b 1;" in first and "0 state slots free; waiting b" in first
+    finished = describe_event(recorded(TIGHT).events[2])
+    assert "a finishes, frees page ids [1 2 3]; then state slots none held;" in finished
