@@ -70,6 +70,7 @@ __all__ = [
     "StatefulCounterexample",
     "StatefulResult",
     "find_counterexample",
+    "replay",
     "run_stateful",
     "search",
 ]
@@ -89,6 +90,9 @@ class SearchResult:
     budget_spent: bool = False  # the time budget ended it before all the profile's examples
     coverage: Coverage = field(default_factory=Coverage)
     """What the examples' runs reached (counted for the examples judged, to the violation)."""
+    drawn: tuple[Workload, ...] = ()
+    """A search that judged each workload once and passed them all, to the last example: the
+    workloads it judged, in its order (:func:`replay` judges them under another policy)."""
 
     @property
     def clean(self) -> bool:
@@ -197,7 +201,7 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
-    passed: set[tuple[Limits, tuple[Request, ...]]] = set()
+    passed = _Judged()
 
     def judge_once(workload: Workload) -> None:
         """:func:`judge`, but a workload that passed it before takes that verdict, unrun. A
@@ -256,7 +260,66 @@ def search(
         raise ValueError(
             f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
         )
-    return SearchResult(policy, profile, examples, None, excused, coverage=coverage)
+    once = () if rerun else tuple(Workload("hypothesis", *key) for key in passed)
+    return SearchResult(policy, profile, examples, None, excused, coverage=coverage, drawn=once)
+
+
+class _Judged(dict[tuple[Limits, tuple[Request, ...]], None]):
+    """The workloads a search judged once and found clean, as ``(limits, requests)``: a set
+    that keeps the order they were judged in, for :attr:`SearchResult.drawn`."""
+
+    def add(self, key: tuple[Limits, tuple[Request, ...]]) -> None:
+        self[key] = None
+
+
+def replay(
+    factory: SchedulerFactory,
+    policy: str,
+    drawn: SearchResult,
+    *,
+    properties: TargetProperties | None = None,
+    until: float | None = None,
+    minimum: int = 0,
+) -> SearchResult | None:
+    """:func:`search` under ``policy`` of what it would draw, run on the workloads another
+    policy's search drew (``drawn.drawn``), without Hypothesis; None at the first workload
+    that breaks an invariant under ``policy``, for the caller to search (and shrink) instead.
+
+    The result is the one :func:`search` would return, as long as the search ``drawn`` came
+    from ran with the same settings and seed and judged each workload once (its ``rerun``
+    off): Hypothesis draws from its seed and what its test cases did, and in a search that
+    neither climbs nor fails every test case does the same, passes, under any policy. So a
+    search under a second policy would draw these workloads again, each from the same choices:
+    drawing them is what this saves (for a hosted learner, about two fifths of its search's CPU
+    in kvsched's process, docs/measurements.md). ``until`` and ``minimum`` as in
+    :func:`search`; examples the budget stops short of are not counted.
+    """
+    if not drawn.clean or drawn.budget_spent or not drawn.drawn:
+        raise ValueError("only a clean search, complete and judging each workload once, replays")
+    progress.phase(f"{policy or 'declared'}: Hypothesis examples", drawn.examples)
+    excused = Excused()
+    coverage = Coverage()
+    for examples, workload in enumerate(drawn.drawn):
+        try:
+            runs.spend(until, examples < minimum)
+        except runs.BudgetSpent:
+            return SearchResult(
+                policy, drawn.profile, examples, None, excused, budget_spent=True,
+                coverage=coverage,
+            )  # fmt: skip
+        progress.advance(examples + 1)
+        result = run(
+            _beside_reserved(workload, properties), factory, policy=policy, properties=properties
+        )
+        finding, seen = watch_run(result, properties)
+        if finding is not None:
+            return None
+        excused += seen
+        coverage += reached(result)
+    progress.advance(drawn.examples)  # a workload drawn again counted as an example there too
+    return SearchResult(
+        policy, drawn.profile, drawn.examples, None, excused, coverage=coverage, drawn=drawn.drawn
+    )
 
 
 def _shares(
