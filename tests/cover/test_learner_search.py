@@ -127,6 +127,17 @@ def test_a_replay_stops_at_a_workload_that_breaks_an_invariant() -> None:
     assert explore.replay(leaky, "continuous", drawn) is None
 
 
+def test_a_replay_stops_where_the_budget_ends_past_the_minimum() -> None:
+    correct = _schedule_iteration()
+    drawn = search(learner_factory(correct, "static"), "static", "ci", 20, climb=False, rerun=False)
+    spent = explore.replay(learner_factory(correct, "continuous"), "continuous", drawn, until=0.0)
+    assert spent is not None and spent.budget_spent and spent.examples == 0
+    held = explore.replay(
+        learner_factory(correct, "continuous"), "continuous", drawn, until=0.0, minimum=3
+    )
+    assert held is not None and held.budget_spent and held.examples == 3
+
+
 def _leaks_under_continuous(correct: Any) -> Any:
     """The correct solution, but under continuous batching the last free page goes missing
     once two requests have finished: a leak the fixed workloads are not run to find here."""
