@@ -203,8 +203,8 @@ class Draws:
     its workloads and passed them all, judging each once (``explore.SearchResult.drawn``).
 
     Share it only between trials whose searches draw alike: the same options (profile, seed,
-    examples) and ``rerun`` off; then a later policy's search would draw the same workloads,
-    and judging them undrawn gives its result (``explore.replay``)."""
+    examples), ``climb`` and ``rerun`` off; then a later policy's search that passes would draw
+    the same workloads, and judging them undrawn gives its result (``explore.replay``)."""
 
     result: SearchResult | None = None
 

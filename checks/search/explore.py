@@ -91,8 +91,9 @@ class SearchResult:
     coverage: Coverage = field(default_factory=Coverage)
     """What the examples' runs reached (counted for the examples judged, to the violation)."""
     drawn: tuple[Workload, ...] = ()
-    """A search that judged each workload once and passed them all, to the last example: the
-    workloads it judged, in its order (:func:`replay` judges them under another policy)."""
+    """A search that neither climbed nor judged a workload twice and passed them all, to the
+    last example: the workloads it judged, in its order (:func:`replay` judges them under
+    another policy)."""
 
     @property
     def clean(self) -> bool:
@@ -260,7 +261,8 @@ def search(
         raise ValueError(
             f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
         )
-    once = () if rerun else tuple(Workload("hypothesis", *key) for key in passed)
+    # Only a search whose draws no run steered is one another policy's would draw alike.
+    once = () if rerun or climb else tuple(Workload("hypothesis", *key) for key in passed)
     return SearchResult(policy, profile, examples, None, excused, coverage=coverage, drawn=once)
 
 
@@ -286,13 +288,14 @@ def replay(
     that breaks an invariant under ``policy``, for the caller to search (and shrink) instead.
 
     The result is the one :func:`search` would return, as long as the search ``drawn`` came
-    from ran with the same settings and seed and judged each workload once (its ``rerun``
-    off): Hypothesis draws from its seed and what its test cases did, and in a search that
-    neither climbs nor fails every test case does the same, passes, under any policy. So a
-    search under a second policy would draw these workloads again, each from the same choices:
-    drawing them is what this saves (for a hosted learner, about two fifths of its search's CPU
-    in kvsched's process, docs/measurements.md). ``until`` and ``minimum`` as in
-    :func:`search`; examples the budget stops short of are not counted.
+    from ran with the same settings and seed, without climbing, and judged each workload once
+    (its ``climb`` and ``rerun`` off): Hypothesis draws from its seed and from what each test
+    case did, and without climbing a test case that passes did the same under any policy. So
+    a search under a second policy that passes them all draws these workloads again, each from
+    the same choices: drawing them is what this saves (for a hosted learner, two fifths to a
+    half of its search's CPU in kvsched's process, docs/measurements.md). ``until`` and
+    ``minimum`` as in :func:`search`; a workload drawn again counts as an example only in a
+    replay run to its end.
     """
     if not drawn.clean or drawn.budget_spent or not drawn.drawn:
         raise ValueError("only a clean search, complete and judging each workload once, replays")

@@ -127,6 +127,13 @@ def test_a_replay_stops_at_a_workload_that_breaks_an_invariant() -> None:
     assert explore.replay(leaky, "continuous", drawn) is None
 
 
+def test_only_a_search_that_neither_climbs_nor_reruns_keeps_its_workloads() -> None:
+    factory = learner_factory(_schedule_iteration(), "static")
+    assert search(factory, "static", "ci", 5, climb=False, rerun=False).drawn  # the control
+    assert not search(factory, "static", "ci", 5, climb=True, rerun=False).drawn
+    assert not search(factory, "static", "ci", 5, climb=False, rerun=True).drawn
+
+
 def test_a_replay_stops_where_the_budget_ends_past_the_minimum() -> None:
     correct = _schedule_iteration()
     drawn = search(learner_factory(correct, "static"), "static", "ci", 20, climb=False, rerun=False)
