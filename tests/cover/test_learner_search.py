@@ -95,11 +95,18 @@ def _schedule_iteration() -> Any:
     return target.solution.schedule_iteration
 
 
+# Seeded, dev's and thorough's draws are larger and slower: fewer examples show the same.
+@pytest.mark.parametrize(
+    ("profile", "seed", "examples"), [("ci", None, 40), ("dev", 7, 8), ("thorough", 3, 8)]
+)
 def test_a_second_policy_judges_the_first_searchs_workloads_as_its_own_search_would(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, profile: str, seed: int | None, examples: int
 ) -> None:
     correct = _schedule_iteration()
-    drawn = search(learner_factory(correct, "static"), "static", "ci", 40, climb=False, rerun=False)
+    drawn = search(
+        learner_factory(correct, "static"), "static", profile, examples, seed=seed, climb=False,
+        rerun=False,
+    )  # fmt: skip
     assert drawn.clean and drawn.drawn
     judged: list[Any] = []
     run = explore.run
@@ -110,7 +117,9 @@ def test_a_second_policy_judges_the_first_searchs_workloads_as_its_own_search_wo
 
     monkeypatch.setattr(explore, "run", counted)
     continuous = learner_factory(correct, "continuous")
-    searched = search(continuous, "continuous", "ci", 40, climb=False, rerun=False)
+    searched = search(
+        continuous, "continuous", profile, examples, seed=seed, climb=False, rerun=False
+    )
     drew, judged[:] = list(judged), []
     replayed = explore.replay(continuous, "continuous", drawn)
     assert replayed is not None
