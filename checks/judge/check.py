@@ -32,7 +32,7 @@ from kvsched.checks.judge.grade import enforce
 from kvsched.checks.judge.options import CheckOptions as CheckOptions
 from kvsched.checks.judge.options import replay_note, timed
 from kvsched.checks.judge.proved import cited_proofs
-from kvsched.checks.judge.trial import Trial
+from kvsched.checks.judge.trial import Draws, Trial
 from kvsched.checks.monitor.coverage import Coverage
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding
@@ -162,13 +162,14 @@ def check_target(
             progress.result(allocator)
         verdicts = []
         if solution.schedule_iteration is not None:
+            draws = Draws()  # the policies' searches draw alike: the second judges the first's
             for policy in (options.policy,) if options.policy else POLICY_NAMES:
                 factory = learner_factory(
                     solution.schedule_iteration, policy, isolated=solution.isolated
                 )
                 verdict = check_scheduler(
                     target.spec, "learner", factory, policy, None, options, deadline,
-                    allocator=allocator,
+                    allocator=allocator, draws=draws,
                 )  # fmt: skip
                 verdicts.append(verdict)
         # The exercise is both functions: a part that is missing is a part not judged.
@@ -213,12 +214,15 @@ def check_scheduler(
     deadline: Deadline,
     allocator: AllocatorVerdict | None = None,
     proofs: int = 0,
+    draws: Draws | None = None,
 ) -> Verdict:
     """The verdict on one scheduler under ``policy``: fixed workloads first, then Hypothesis.
 
     ``allocator``: a learner's ``allocate_kv_pages``, already called directly. ``proofs``: the
     number of symbolic requests of the Z3 induction proofs a clean verdict cites, 0 for none (only
-    the reference schedulers have models). The verdict is built once, from all of it.
+    the reference schedulers have models). ``draws``: shared by the checks of one learner under
+    each policy, whose searches draw alike (:class:`.trial.Draws`). The verdict is built once,
+    from all of it.
     """
     # A learner's search neither climbs nor runs a workload twice: each of its iterations is a
     # round trip to its host. On the correct solution under seeds 1 to 3, the two took its
@@ -228,7 +232,7 @@ def check_scheduler(
     learner = kind == "learner"
     trial = Trial(
         deadline.factory(factory), policy, properties, options, deadline,
-        climb=not learner, rerun=not learner,
+        climb=not learner, rerun=not learner, draws=draws if learner else None,
     )  # fmt: skip
     fixed: list[tuple[Workload, str]] = []
     if options.workload is not None:

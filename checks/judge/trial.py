@@ -45,6 +45,9 @@ class Trial:
     """Whether the search steers with Hypothesis's targeting (``explore.search``'s ``climb``)."""
     rerun: bool = True
     """Whether the search judges again a workload it judged clean (``explore.search``'s)."""
+    draws: Draws | None = None
+    """Shared by the trials of one target under each policy: the first clean search's
+    workloads, which a later one judges without drawing them again (:meth:`search`)."""
 
     def measured(
         self, workload: Workload
@@ -58,13 +61,28 @@ class Trial:
         return judged.finding, tuple(figures.items()), judged.excused, reached(judged.run)
 
     def search(self, invariant: str | None = None) -> SearchResult:
+        """Hypothesis's examples under this trial's policy; for ``invariant``, a smaller witness
+        of it. With :attr:`draws` holding another policy's clean search, its workloads are
+        judged first, undrawn (``explore.replay``: the very workloads this search would draw),
+        and the search runs only if one of them breaks an invariant here, to find and shrink
+        it as before."""
         # Hypothesis is imported only when it is used.
-        from kvsched.checks.search.explore import search
+        from kvsched.checks.search.explore import replay, search
         from kvsched.checks.search.strategies import workloads
 
         self.deadline.context = f"a workload Hypothesis generated ({self.policy or 'no'} policy)"
         options = self.options
-        return search(
+        # A search for a smaller witness may stop at any time: the violation is known.
+        minimum = options.minimum_examples if invariant is None else 0
+        shared = self.draws if invariant is None else None
+        if shared is not None and shared.result is not None:
+            replayed = replay(
+                self.factory, self.policy, shared.result, properties=self.properties,
+                until=options.until, minimum=minimum,
+            )  # fmt: skip
+            if replayed is not None:
+                return replayed
+        result = search(
             self.factory,
             self.policy,
             options.profile,
@@ -75,11 +93,13 @@ class Trial:
             strategy=None if invariant is None else workloads(),
             seed=options.seed,
             until=options.until,
-            # A search for a smaller witness may stop at any time: the violation is known.
-            minimum=options.minimum_examples if invariant is None else 0,
+            minimum=minimum,
             climb=self.climb,
             rerun=self.rerun,
         )
+        if shared is not None and shared.result is None and result.drawn:
+            shared.result = result
+        return result
 
     def violation(
         self, workload: Workload, invariant: str, iterations: int | None = None
@@ -175,6 +195,18 @@ class Trial:
         )
         smallest = replace(smallest, name="counterexample", description=description)
         return FailingWorkload(smallest, found_by, blob), small_finding
+
+
+@dataclass
+class Draws:
+    """What the trials of one target under each policy share: the first search that drew
+    its workloads and passed them all, judging each once (``explore.SearchResult.drawn``).
+
+    Share it only between trials whose searches draw alike: the same options (profile, seed,
+    examples), ``climb`` and ``rerun`` off; then a later policy's search that passes would draw
+    the same workloads, and judging them undrawn gives its result (``explore.replay``)."""
+
+    result: SearchResult | None = None
 
 
 SHRINK_CALLS = 300_000

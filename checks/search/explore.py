@@ -70,6 +70,7 @@ __all__ = [
     "StatefulCounterexample",
     "StatefulResult",
     "find_counterexample",
+    "replay",
     "run_stateful",
     "search",
 ]
@@ -89,6 +90,10 @@ class SearchResult:
     budget_spent: bool = False  # the time budget ended it before all the profile's examples
     coverage: Coverage = field(default_factory=Coverage)
     """What the examples' runs reached (counted for the examples judged, to the violation)."""
+    drawn: tuple[Workload, ...] = ()
+    """A search that neither climbed nor judged a workload twice and passed them all, to the
+    last example: the workloads it judged, in its order (:func:`replay` judges them under
+    another policy)."""
 
     @property
     def clean(self) -> bool:
@@ -197,7 +202,7 @@ def search(
             failed = True
             raise _Violation(workload, finding)
 
-    passed: set[tuple[Limits, tuple[Request, ...]]] = set()
+    passed = _Judged()
 
     def judge_once(workload: Workload) -> None:
         """:func:`judge`, but a workload that passed it before takes that verdict, unrun. A
@@ -256,7 +261,68 @@ def search(
         raise ValueError(
             f"cannot replay {reproduce!r}: it was recorded with a different workload strategy"
         )
-    return SearchResult(policy, profile, examples, None, excused, coverage=coverage)
+    # Only a search whose draws no run steered is one another policy's would draw alike.
+    once = () if rerun or climb else tuple(Workload("hypothesis", *key) for key in passed)
+    return SearchResult(policy, profile, examples, None, excused, coverage=coverage, drawn=once)
+
+
+class _Judged(dict[tuple[Limits, tuple[Request, ...]], None]):
+    """The workloads a search judged once and found clean, as ``(limits, requests)``: a set
+    that keeps the order they were judged in, for :attr:`SearchResult.drawn`."""
+
+    def add(self, key: tuple[Limits, tuple[Request, ...]]) -> None:
+        self[key] = None
+
+
+def replay(
+    factory: SchedulerFactory,
+    policy: str,
+    drawn: SearchResult,
+    *,
+    properties: TargetProperties | None = None,
+    until: float | None = None,
+    minimum: int = 0,
+) -> SearchResult | None:
+    """:func:`search` under ``policy`` of what it would draw, run on the workloads another
+    policy's search drew (``drawn.drawn``), without Hypothesis; None at the first workload
+    that breaks an invariant under ``policy``, for the caller to search (and shrink) instead.
+
+    The result is the one :func:`search` would return, as long as the search ``drawn`` came
+    from ran with the same settings and seed, without climbing, and judged each workload once
+    (its ``climb`` and ``rerun`` off): Hypothesis draws from its seed and from what each test
+    case did, and without climbing a test case that passes did the same under any policy. So
+    a search under a second policy that passes them all draws these workloads again, each from
+    the same choices: drawing them is what this saves (for a hosted learner, two fifths to a
+    half of its search's CPU in kvsched's process, docs/measurements.md). ``until`` and
+    ``minimum`` as in :func:`search`; a workload drawn again counts as an example only in a
+    replay run to its end.
+    """
+    if not drawn.clean or drawn.budget_spent or not drawn.drawn:
+        raise ValueError("only a clean search, complete and judging each workload once, replays")
+    progress.phase(f"{policy or 'declared'}: Hypothesis examples", drawn.examples)
+    excused = Excused()
+    coverage = Coverage()
+    for examples, workload in enumerate(drawn.drawn):
+        try:
+            runs.spend(until, examples < minimum)
+        except runs.BudgetSpent:
+            return SearchResult(
+                policy, drawn.profile, examples, None, excused, budget_spent=True,
+                coverage=coverage,
+            )  # fmt: skip
+        progress.advance(examples + 1)
+        result = run(
+            _beside_reserved(workload, properties), factory, policy=policy, properties=properties
+        )
+        finding, seen = watch_run(result, properties)
+        if finding is not None:
+            return None
+        excused += seen
+        coverage += reached(result)
+    progress.advance(drawn.examples)  # a workload drawn again counted as an example there too
+    return SearchResult(
+        policy, drawn.profile, drawn.examples, None, excused, coverage=coverage, drawn=drawn.drawn
+    )
 
 
 def _shares(
