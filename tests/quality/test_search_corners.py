@@ -24,6 +24,10 @@ from kvsched.checks.search.strategies import FEATURES
 from kvsched.reference.engine import run
 from kvsched.spec.workload import parse_workload, workload_to_json
 
+# One xdist worker takes the whole module, so its module fixtures (whole searches) run once
+# rather than once on each worker (pyproject.toml: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("search_corners")
+
 AT_LEAST = 5
 """Generated test cases of the ci search (100 and those the target phase adds) that must reach
 each corner."""
