@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -84,7 +85,7 @@ def test_every_call_is_counted() -> None:
     assert len(VALUE_CASES) + 50 <= verdict.calls <= len(VALUE_CASES) + 50 + 10
 
 
-@pytest.mark.parametrize("wrong_from", [2**64, 2**100])
+@pytest.mark.parametrize("wrong_from", [2**64, 2**100, 2**1000], ids=["2**64", "2**100", "2**1000"])
 def test_a_fault_only_far_past_the_explicit_examples_is_found_and_shrunk(wrong_from: int) -> None:
     def wraps(tokens: int, page_size: int = 16) -> dict[str, int]:
         answer = allocate_kv_pages(tokens, page_size)
@@ -95,6 +96,10 @@ def test_a_fault_only_far_past_the_explicit_examples_is_found_and_shrunk(wrong_f
     finding = check_allocator(wraps, Deadline(5.0)).finding
     assert finding is not None and finding.invariant == "PAGE-1"
     assert "'wastedSlots' must be capacity - tokens" in finding.message
+    # Shrunk towards the smallest input that shows it: a few bits past where it starts.
+    shown = re.match(r"allocate_kv_pages\((\d+)", finding.message)
+    assert shown is not None, finding.message
+    assert wrong_from <= int(shown[1]) < wrong_from << 16
 
 
 def test_an_allocator_exact_only_to_an_80_digit_decimal_fails() -> None:
