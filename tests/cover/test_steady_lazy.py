@@ -202,7 +202,7 @@ def _planted_near(line: dict[str, Any], victim: str, choice: int) -> bool:
 
 
 def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
-    """Planted in a preemption's line or in one of the next few (where the requests the fast
+    """Planted in a preemption's line or in one of the next three (where the requests the fast
     path kept lazy across the declined line are counted on, and its victim waits), each
     violation is found, alike on both paths: a lazy request preempted, a finding right after a
     preemption, preemptions between steady lines."""
@@ -213,8 +213,8 @@ def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
         if any(op[0] == "preempt" for op in row.get("ops", ()))
     ]
     cases = 0
-    for i, victim in sites[:6]:
-        for after in (0, 1, 2, 5):
+    for i, victim in sites[:4]:
+        for after in (0, 1, 3):
             if i + after >= len(rows) or rows[i + after].get("type") != "iteration":
                 continue
             for choice in range(4):
@@ -227,4 +227,4 @@ def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
                 assert isinstance(full, str) or full.finding is not None, path.name
                 assert_same(path)
                 cases += 1
-    assert cases >= 60
+    assert cases >= 30
