@@ -249,7 +249,8 @@ class SteadyDecode:
                 table = before.setdefault(rid, None) or ()
             tables[rid] = table + op.pages  # type: ignore[operator]
         if grown:
-            self.pages.share(ops.shared)
+            if ops.shared:  # most lines share nothing: no call, no bound method made
+                self.pages.share(ops.shared)
             self.pages.take(grown, ops.fresh)
         self.clock = clock = self.clock + 1
         lazy = self.lazy

@@ -10,7 +10,6 @@ When a request must next be named is known in advance, from the checks' request 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Container, Mapping
 
 from kvsched.checks.eventlog.steady_ops import LineOps
@@ -149,16 +148,23 @@ class LazyCounts:
         the next line is left to join again, and be named."""
         if not kept or event.computed is None:
             return
-        computed, records = event.computed, self.records
+        computed, records, live = event.computed, self.records, self.records.live
         touched = {op.request for op in event.schedule}
         touched.update(event.freed, event.finished, event.cached)
-        decoded = Counter(event.decoded)
+        # Who decoded exactly once, counted here: collections.Counter is pure Python, slow to
+        # call from this compiled module once per declined line.
+        once: set[str] = set()
+        for rid in event.decoded:
+            if rid in once:
+                touched.add(rid)  # more than one token: not a steady step, it joins again
+            else:
+                once.add(rid)
         resumed: dict[str, int] = {}
         for rid, when in kept.items():
             sooner = when - 1
-            if sooner <= clock + 1 or rid in touched or rid not in records.live:
+            if sooner <= clock + 1 or rid in touched or rid not in once or rid not in live:
                 continue
-            if decoded[rid] != 1 or computed.get(rid) != 1 or not records.is_steady(rid):
+            if computed.get(rid) != 1 or not records.is_steady(rid):
                 continue
             self.lazy[rid] = clock
             resumed[rid] = sooner

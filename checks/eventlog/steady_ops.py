@@ -159,7 +159,7 @@ def sort_ops(
             frees[rid] = frees.get(rid, ()) + given
         else:
             return None
-    if not computes.keys() >= cached.keys():
+    if cached and not computes.keys() >= cached.keys():  # views made only for a cache hit
         return None
     # Every page allocated is in the pool, usable and allocated once; a page shared is in the
     # pool, usable, not also fresh, and in its taker's table once.

@@ -8,13 +8,16 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from test_steady import assert_same, write_v2
+from test_steady import assert_same, outcome, write_v2
 
 from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.reference import ContinuousScheduler, run
+from kvsched.reference.engine_scheduler import EngineScheduler
+from kvsched.reference.engine_scheduler.config import VLLM_V1
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Limits, Request, Workload
 
@@ -150,3 +153,78 @@ def test_a_request_lazy_across_a_declined_line_falls_due_one_line_sooner(tmp_pat
             cases += 1
             break
     assert cases == 5
+
+
+def preempting_rows(tmp_path: Path) -> list[Any]:
+    """A clean log of the engine scheduler as vLLM v1 is designed (a token budget, chunked
+    prefill, prefix hits), 16 slots over a pool that makes it preempt now and then: lines the
+    fast path declines between runs of lines it takes, with requests lazy across them."""
+    made = tuple(
+        Request(f"r{n}", n // 2, 16 + (n * 53) % 120, 20 + (n * 37) % 90, f"g{n % 2}", 16)
+        for n in range(60)
+    )
+    workload = Workload("preempting", Limits(batch_limit=16, page_size=8, pool_pages=90), made)
+    config = replace(VLLM_V1, token_budget=96)
+    recorded = run(workload, EngineScheduler.configured(config), properties=config.properties())
+    path = write_v2(tmp_path / "preempting.jsonl", recorded, config.properties())
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_preempting_log_is_clean_alike_and_mostly_taken(tmp_path: Path) -> None:
+    rows = preempting_rows(tmp_path)
+    preempting = [row for row in rows if any(op[0] == "preempt" for op in row.get("ops", ()))]
+    assert len(preempting) >= 5  # the comparison is about lines around preemptions
+    path = tmp_path / "clean.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert check_stream(path, fast=False).finding is None
+    assert assert_same(path) > len(rows)  # over both runs: most lines taken in fast
+
+
+def _planted_near(line: dict[str, Any], victim: str, choice: int) -> bool:
+    """One violation in ``line``, a preemption's line or one soon after it: a page left out, a
+    token twice, a request left out of the decode, or the preempted ``victim`` decoding without
+    being admitted again. Whether it took."""
+    ops = line["ops"]
+    decodes = [op for op in ops if op[0] == "decode" and op[1]]
+    allocs = [op for op in ops if op[0] == "alloc" and len(op[2]) == 1]
+    if choice == 0 and allocs:
+        ops.remove(allocs[-1])
+        line["free_pages"] += 1
+    elif choice == 1 and decodes:
+        decodes[0][1].append(decodes[0][1][0])
+    elif choice == 2 and decodes and len(decodes[0][1]) > 1:
+        del decodes[0][1][-1]
+    elif choice == 3 and decodes and victim not in decodes[0][1]:
+        decodes[0][1].append(victim)
+    else:
+        return False
+    return True
+
+
+def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
+    """Planted in a preemption's line or in one of the next three (where the requests the fast
+    path kept lazy across the declined line are counted on, and its victim waits), each
+    violation is found, alike on both paths: a lazy request preempted, a finding right after a
+    preemption, preemptions between steady lines."""
+    rows = preempting_rows(tmp_path)
+    sites = [
+        (i, next(op[1] for op in row["ops"] if op[0] == "preempt"))
+        for i, row in enumerate(rows)
+        if any(op[0] == "preempt" for op in row.get("ops", ()))
+    ]
+    cases = 0
+    for i, victim in sites[:4]:
+        for after in (0, 1, 3):
+            if i + after >= len(rows) or rows[i + after].get("type") != "iteration":
+                continue
+            for choice in range(4):
+                broken = json.loads(json.dumps(rows))
+                if not _planted_near(broken[i + after], victim, choice):
+                    continue
+                path = tmp_path / f"near-{i}-{after}-{choice}.jsonl"
+                path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+                full = outcome(path, fast=False, every=False)
+                assert isinstance(full, str) or full.finding is not None, path.name
+                assert_same(path)
+                cases += 1
+    assert cases >= 30
