@@ -66,6 +66,15 @@ CHANGES = {
     "raises at 9": "assert at != 9, 'ninth iteration'",
     "huge at 5": 'state["mine"] = [[]] * (10**6 if at == 5 else 1)',
 }
+# Refused by kvsched at 5 (a count that goes down), which the host does not foresee, and dead at
+# 6, an iteration only the host runs: on a workload with a request 'x' only.
+_DIES_PAST = """
+    if any(r["id"] == "x" for r in state["running"]):
+        if at == 5:
+            state["running"][0]["generated"] = -1
+        if at == 6:
+            import os
+            os._exit(3)"""
 
 
 class _Single(LearnerScheduler):
@@ -78,12 +87,13 @@ class _Single(LearnerScheduler):
 class _Hosted:
     """One learner in its host, run either way; each run's calls read back from its log."""
 
-    def __init__(self, folder: Path, change: str, ahead: bool) -> None:
+    def __init__(self, folder: Path, change: str, ahead: bool, code: str = "") -> None:
         self.folder = folder / ("ahead" if ahead else "single")
         self.folder.mkdir()
         self.log = self.folder / "calls.log"
         path = self.folder / "solution.py"
-        source = _LEARNER.format(correct=str(CORRECT), log=str(self.log), change=CHANGES[change])
+        change = code or CHANGES[change]
+        source = _LEARNER.format(correct=str(CORRECT), log=str(self.log), change=change)
         path.write_text(source, encoding="utf-8")
         self.ahead = ahead
         self.remote = RemoteTarget(str(path), Confinement(sandbox="none"))
@@ -98,7 +108,9 @@ class _Hosted:
         target = self.remote.load()
         self.function = target.solution.schedule_iteration  # type: ignore[union-attr]
 
-    def run(self, workload: Workload, policy: str, key: int) -> tuple[Run, list[Any]]:
+    def run(
+        self, workload: Workload, policy: str, key: int, finish: bool = True
+    ) -> tuple[Run, list[Any]]:
         self.log.write_text("", encoding="utf-8")
         # The run's number crosses the wire, and an answer's bound counts the bytes sent.
         learner._RUNS = itertools.count(key)
@@ -109,7 +121,8 @@ class _Hosted:
                 return _Single(limits, self.function, policy, isolated=True)
 
         result = run(workload, factory, policy=policy)
-        self.remote.finish()  # no frame left on the wire
+        if finish:
+            self.remote.finish()  # no frame left on the wire
         lines = self.log.read_text(encoding="utf-8").splitlines()
         return result, [json.loads(line) for line in lines]
 
@@ -186,3 +199,27 @@ def test_a_correct_learner_takes_few_round_trips(tmp_path: Path) -> None:
         hosted.remote.close()
     assert result.drained and len(result.events) == len(calls) > 50
     assert hosted.steps < len(result.events) / 4
+
+
+def test_a_host_that_dies_only_past_a_runs_end_is_replaced_not_judged(tmp_path: Path) -> None:
+    """The run ends at a fault the host did not see coming; the host, running ahead, dies in an
+    iteration no call asked for. The next run gets a new host, and both runs are judged as
+    they are one call a round trip."""
+    limits = Limits(batch_limit=2, page_size=4, pool_pages=20)
+    dying = Workload("x", limits, (Request("x", 0, 3, 12), Request("y", 0, 3, 12)))
+    runs = {}
+    for ahead in (True, False):
+        hosted = _Hosted(tmp_path, "", ahead, code=_DIES_PAST)
+        try:
+            first, _ = hosted.run(dying, "continuous", 7, finish=False)
+            second, _ = hosted.run(load_teaching_trace(), "continuous", 8, finish=False)
+            hosted.remote.finish()
+        finally:
+            hosted.remote.close()
+        runs[ahead] = (first, second, hosted.remote.restarts)
+        assert first.fault is not None and first.fault.iteration == 5
+        assert "went down" in first.fault.message
+        assert second.fault is None and second.drained
+    assert runs[True][2] == 1 and runs[False][2] == 0
+    assert runs[True][0].events == runs[False][0].events
+    assert runs[True][1].events == runs[False][1].events
