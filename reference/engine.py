@@ -74,19 +74,15 @@ def run(
     driver = SchedulerDriver(scheduler_factory, workload.limits, properties)
     if driver.fault is not None:
         return Run(workload, policy, (), fault=driver.fault, drained=False)
-    arrivals = arrival_order(workload.requests)
-    next_arrival = 0
+    joining = arrivals_by_iteration(workload.requests)
+    if isinstance(driver.scheduler, Foreseeing):
+        driver.scheduler.foresee(joining, bound)
     finished_ever: set[str] = set()
     events: list[IterationEvent] = []
     iteration = 0
     while len(finished_ever) < len(workload.requests) and iteration < bound:
         iteration += 1
-        # 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
-        # scheduler cannot admit what it has not been handed (REQ-1).
-        first = next_arrival
-        while next_arrival < len(arrivals) and arrivals[next_arrival].arrival < iteration:
-            next_arrival += 1
-        outcome = driver.step(iteration, arrivals[first:next_arrival])
+        outcome = driver.step(iteration, joining.get(iteration, ()))
         if isinstance(outcome, SchedulerFault):
             return Run(workload, policy, tuple(events), fault=outcome, drained=False)
         events.append(outcome)
@@ -96,6 +92,30 @@ def run(
             bound = max(bound, allowance.value)
     drained = len(finished_ever) == len(workload.requests)
     return Run(workload, policy, tuple(events), drained=drained)
+
+
+def arrivals_by_iteration(requests: Sequence[Request]) -> dict[int, tuple[Request, ...]]:
+    """The requests handed to the scheduler before each iteration, in admission order, by
+    iteration. 3.1 Arrival: a request with arrival time t may join from iteration t + 1 on; the
+    scheduler cannot admit what it has not been handed (REQ-1)."""
+    joining: dict[int, list[Request]] = {}
+    for request in arrival_order(requests):
+        joining.setdefault(max(request.arrival + 1, 1), []).append(request)
+    return {iteration: tuple(group) for iteration, group in joining.items()}
+
+
+class Foreseeing:
+    """A scheduler adapter of kvsched's own that :func:`run` tells, before the first iteration,
+    which requests it will hand over before each iteration and the last iteration it may run.
+
+    Only kvsched's learner adapter derives from it, and the deadline's wrapper that a check puts
+    around every target, which tells that adapter alone: a scheduler under test is not told the
+    future. A learner in another process is then run several iterations per round trip, each
+    iteration still asked for by this loop, with the very arrivals this loop hands over.
+    """
+
+    def foresee(self, joining: Mapping[int, Sequence[Request]], last: int) -> None:
+        """``joining``: :func:`arrivals_by_iteration`; ``last``: the run's bound when it starts."""
 
 
 class SchedulerDriver:

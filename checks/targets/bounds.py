@@ -132,9 +132,9 @@ class SchedulerBounds:
             return ids + table + ids + count * INT_BYTES + SLACK_BYTES
         return SLACK_BYTES
 
-    def budget(self, method: str) -> Callable[[int], tuple[int, str]]:
+    def budget(self, method: str) -> Callable[[int, int], tuple[int, str]]:
         """For remote.RemoteTarget: the most bytes of an answer to ``method``, and why."""
-        return lambda _sent: (self.most_bytes(method), self.why())
+        return lambda _sent, _size: (self.most_bytes(method), self.why())
 
     def why(self) -> str:
         return (

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any, TypeVar
 
+from kvsched.checks.targets.learner import LearnerScheduler
+from kvsched.reference.engine import Foreseeing
 from kvsched.spec.protocol import (
     ModelOutput,
     ScheduledBatch,
@@ -117,13 +119,19 @@ class Deadline:
         return build
 
 
-class DeadlineScheduler:
+class DeadlineScheduler(Foreseeing):
     """A scheduler whose every protocol call runs under a :class:`Deadline`."""
 
     def __init__(self, inner: Scheduler, deadline: Deadline) -> None:
         self._inner = inner
         self._deadline = deadline
         self._iteration = 1
+
+    def foresee(self, joining: Mapping[int, Sequence[Request]], last: int) -> None:
+        # Passed on to kvsched's own learner adapter only: a scheduler under test, even one
+        # that derives from Foreseeing itself, is never told the arrivals ahead.
+        if isinstance(self._inner, LearnerScheduler):
+            self._inner.foresee(joining, last)
 
     def add_request(self, request: Request) -> None:
         label = f"add_request({request.id!r}) before iteration {self._iteration}"

@@ -21,6 +21,7 @@ import msgspec
 
 from kvsched.checks.targets import wire
 from kvsched.checks.targets.learner import likely_cause
+from kvsched.checks.targets.learner_state import readable_state
 from kvsched.checks.targets.load import LearnerTarget, SchedulerTarget, TargetError, load_target
 from kvsched.reference.tracebacks import user_frames
 from kvsched.spec.properties import properties_to_json
@@ -28,6 +29,9 @@ from kvsched.spec.workload import Limits
 
 _PARTS = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _PLAIN = msgspec.msgpack.Decoder(list[Any], ext_hook=wire.big_int)
+_READ = wire.decoder(Any)  # as kvsched reads a learner's answer (remote.py, RemoteTarget._any)
+_AHEAD = msgspec.msgpack.Decoder(list[list[dict[str, Any]]], ext_hook=wire.big_int)
+_STOPPED = wire.encode(["stopped", None])
 
 
 def main(argv: list[str]) -> None:
@@ -37,13 +41,13 @@ def main(argv: list[str]) -> None:
     # before the ready signal keeps kvsched's own import time out of the target's deadline, so a
     # busy machine cannot turn a correct target's import into a timeout.
     importlib.import_module("kvsched.reference")
-    served = _Served()
-    wire.write_frame(fd_out, wire.encode(["ok", None]))  # ready: the target's time starts now
+    served = _Served(lambda frame: wire.write_frame(fd_out, frame))
+    served.write(wire.encode(["ok", None]))  # ready: the target's time starts now
     while True:
         payload = wire.read_frame(fd_in)
         if payload is None:  # kvsched closed the pipe: the check is over
             break
-        wire.write_frame(fd_out, served.answer(payload))
+        served.write(served.answer(payload))
     os._exit(0)  # threads the target started do not keep this process alive
 
 
@@ -63,7 +67,9 @@ def _confine(memory_mb: int, cpu_seconds: int) -> None:
 class _Served:
     """The loaded target and the schedulers built from it, by the handle kvsched gave them."""
 
-    def __init__(self) -> None:
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+        """Sends one frame to kvsched: the answers of a step run ahead go as each is made."""
         self.target: SchedulerTarget | LearnerTarget | None = None
         self.schedulers: dict[int, Any] = {}
         self.methods = wire.protocol_methods()
@@ -72,6 +78,8 @@ class _Served:
         self.held_key = 0
         self.held_count = 0
         self.held_items = b""
+        self.kept_all = False
+        """Whether the last step's answer kept every finished request kvsched held unchanged."""
 
     def answer(self, payload: bytes) -> bytes:
         parts = _PARTS.decode(payload)
@@ -96,7 +104,7 @@ class _Served:
             argument = msgspec.msgpack.decode(parts[3], type=method.argument)
             return _reply(lambda: bound(argument), method.answer)
         if op == "step":
-            return self._step(parts)
+            return self._steps(parts)
         assert op == "fn" and isinstance(self.target, LearnerTarget)
         name = msgspec.msgpack.decode(parts[1], type=str)
         function = getattr(self.target.solution, name)
@@ -105,7 +113,74 @@ class _Served:
         arguments = msgspec.msgpack.decode(parts[2], type=list[Any], ext_hook=wire.big_int)
         return _reply(lambda: function(*arguments), Any, lambda: _learner_cause(name, arguments))
 
-    def _step(self, parts: list[msgspec.Raw]) -> bytes:
+    def _steps(self, parts: list[msgspec.Raw]) -> bytes:
+        """``["step", key, kept, [state, limits, policy], *ahead]``: :meth:`_step`, then with
+        ``ahead`` (``[arrivals, total, most]``, remote.py ``RemoteTarget.step``) the run's next
+        iterations, each answered in a frame of its own, written as soon as it is made.
+
+        The state of each next iteration is the one kvsched would send: the state the learner
+        returned, decoded from the frame just written as kvsched decodes it, its finished
+        requests from the bytes held, ``iteration`` the next and the iteration's arrivals
+        appended to ``waiting`` (learner.py, ``Ahead``). Where that cannot be made (the answer
+        was not a readable state, or of more than ``most`` bytes, the bound kvsched held the
+        first answer to) or the run has drained (as many finished as ``total``), the last frame
+        is ``stopped`` and kvsched asks again, sending the state. Running ahead does
+        not decide what is judged: kvsched reads each frame as the answer to the state it holds.
+        """
+        assert isinstance(self.target, LearnerTarget)
+        function = self.target.solution.schedule_iteration
+        if function is None:  # kvsched read it in the source: the module did not define it
+            return wire.encode(["refused", "schedule_iteration is not a function of the module"])
+        key = msgspec.msgpack.decode(parts[1], type=int)
+        kept = msgspec.msgpack.decode(parts[2], type=int)
+        arguments = _PLAIN.decode(parts[3])
+        ahead = _AHEAD.decode(parts[4]) if len(parts) > 6 else []
+        total, most = (msgspec.msgpack.decode(p, type=int) for p in parts[5:7]) if ahead else (0, 0)
+        if key != self.held_key:
+            self.held_key, self.held_count, self.held_items = key, 0, b""
+        held = self.held_count
+        given = arguments[0] if arguments else None
+        if kept not in (0, held) or not isinstance(given, dict):
+            self.held_count, self.held_items = 0, b""
+            return wire.encode(["refused", f"a step keeping {kept} of {held} requests"])
+        iteration = given.get("iteration")
+        if kept:
+            # Fresh objects each step, decoded in C from the bytes kvsched read them from.
+            given["finished"] = _PLAIN.decode(wire.array(kept, self.held_items)) + given["finished"]
+        rest = wire.encode(arguments[1:])[4:] if ahead else b""  # fresh limits each iteration
+        for arrivals in ahead:
+            frame = self._step(function, arguments, kept)
+            state = self._next(frame, total) if len(frame) <= most else None
+            if state is None or type(iteration) is not int:
+                return frame if not _answered(frame) else self._last(frame)
+            self.write(frame)
+            iteration += 1
+            state["iteration"] = iteration
+            state["waiting"].extend(arrivals)
+            kept = self.held_count
+            arguments = [state, *_PLAIN.decode(rest)]
+        return self._step(function, arguments, kept)
+
+    def _last(self, frame: bytes) -> bytes:
+        """``frame``, answered, then ``stopped``: the host runs no further ahead."""
+        self.write(frame)
+        return _STOPPED
+
+    def _next(self, frame: bytes, total: int) -> dict[str, Any] | None:
+        """The state kvsched builds from ``frame``, before the next iteration's changes; None
+        where kvsched would not run on (an answer not readable as a state) or the run drained."""
+        if not _answered(frame) or not self.kept_all:
+            return None  # changed finished requests: kvsched may refuse them (learner._decision)
+        try:
+            state = readable_state(_READ(wire.split_step(wire.split_reply(frame[4:])[1])[1]), True)
+        except Exception:  # not a state kvsched reads on: it judges the frame, then stops
+            return None
+        if self.held_count >= total:
+            return None
+        state["finished"] = _PLAIN.decode(wire.array(self.held_count, self.held_items))
+        return state
+
+    def _step(self, function: Callable[..., Any], arguments: list[Any], kept: int) -> bytes:
         """One ``schedule_iteration`` of a run, its state's finished requests sent as a delta.
 
         ``finished`` only grows, and sending it whole each way every iteration made a learner's
@@ -116,23 +191,8 @@ class _Served:
         (else ``kept`` is 0 and all are sent), so kvsched reads every byte it did not already
         hold, and judges it as if the whole state had crossed.
         """
-        assert isinstance(self.target, LearnerTarget)
-        function = self.target.solution.schedule_iteration
-        if function is None:  # kvsched read it in the source: the module did not define it
-            return wire.encode(["refused", "schedule_iteration is not a function of the module"])
-        key = msgspec.msgpack.decode(parts[1], type=int)
-        kept = msgspec.msgpack.decode(parts[2], type=int)
-        arguments = _PLAIN.decode(parts[3])
-        if key != self.held_key:
-            self.held_key, self.held_count, self.held_items = key, 0, b""
-        held, held_items = self.held_count, self.held_items
+        held_items = self.held_items
         self.held_count, self.held_items = 0, b""  # until this step's answer is sent
-        given = arguments[0] if arguments else None
-        if kept not in (0, held) or not isinstance(given, dict):
-            return wire.encode(["refused", f"a step keeping {kept} of {held} requests"])
-        if kept:
-            # Fresh objects each step, decoded in C from the bytes kvsched read them from.
-            given["finished"] = _PLAIN.decode(wire.array(kept, held_items)) + given["finished"]
         pending: list[Any] = []
 
         def delta(state: Any) -> list[Any]:
@@ -142,7 +202,7 @@ class _Served:
             finished = state["finished"]
             returned = wire.items(wire.encode(finished)[4:])  # TypeError ...: not plain data
             same = kept if kept and returned.startswith(held_items) else 0
-            pending.append((returned, len(finished)))
+            pending.append((returned, len(finished), same == kept))
             return [same, {**state, "finished": finished[same:]}]
 
         frame = _reply(
@@ -151,8 +211,8 @@ class _Served:
             lambda: _learner_cause("schedule_iteration", arguments),
             delta,
         )
-        if pending and wire.split_reply(frame[4:])[0] == "ok":
-            self.held_items, self.held_count = pending[0]
+        if pending and _answered(frame):
+            self.held_items, self.held_count, self.kept_all = pending[0]
         return frame
 
     def _load(self, spec: str) -> bytes:
@@ -208,6 +268,11 @@ def _reply(
         return wire.encode(
             ["unsendable", wire.cut(f"a {_name(value)} that is not plain data: {error}")]
         )
+
+
+def _answered(frame: bytes) -> bool:
+    """Whether ``frame`` answers ``ok``: any other status ends what kvsched judges of the run."""
+    return wire.split_reply(frame[4:])[0] == "ok"
 
 
 def _learner_cause(name: str, arguments: list[Any]) -> str:

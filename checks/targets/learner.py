@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import itertools
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kvsched.checks.targets.learner_state import LearnerStateError, copy_state, readable_state
+from kvsched.reference.engine import Foreseeing
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory, StepOutcome
 from kvsched.spec.workload import Limits, Request, pages_for
 
@@ -81,12 +82,34 @@ class Stepping(Protocol):
     (remote.py, ``RemoteTarget.step``): kvsched's state lists every request that ever
     finished, and sending it whole each iteration made a run cost the square of its length."""
 
-    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+    def step(
+        self,
+        key: int,
+        given: dict[str, Any],
+        limits: dict[str, int],
+        policy: str,
+        ahead: Ahead | None = None,
+    ) -> Any:
         """``(kept, state)``: the returned state, less the first ``kept`` finished requests of
-        ``given``, which it returned unchanged."""
+        ``given``, which it returned unchanged. ``ahead``: what lets the host run the next
+        iterations of the run by itself (:class:`Ahead`); without it, this iteration alone."""
 
     def holds(self, key: int, finished: list[Any]) -> None:
         """The last step's answer was taken: its finished requests are ``finished``."""
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """The run's next iterations as kvsched will drive them, for a host that runs them ahead:
+    the state of iteration i + 1 is the state the learner returned in iteration i, as read off
+    the wire, with ``iteration`` set to i + 1 and ``arrivals(count)[0]``'s records appended to
+    ``waiting``, which is what :class:`LearnerScheduler` builds (``add_request``)."""
+
+    arrivals: Callable[[int], list[list[dict[str, Any]]]]
+    """The records of the requests arriving before each of the next ``count`` iterations, as
+    far as the run's bound."""
+    total: int
+    """The run's requests: once the state lists as many finished, the run has drained."""
 
 
 _RUNS = itertools.count(1)
@@ -98,7 +121,7 @@ class LearnerRaised(Exception):
     call = "schedule_iteration"
 
 
-class LearnerScheduler:
+class LearnerScheduler(Foreseeing):
     """Drives a learner's ``schedule_iteration`` through the scheduler protocol."""
 
     def __init__(
@@ -128,19 +151,22 @@ class LearnerScheduler:
         # made a run cost the square of its length.
         self._index: tuple[list[Any] | None, dict[str, Any]] = (None, {})
         self._next_index = self._index
+        # The run's arrivals by iteration and its bound (:meth:`foresee`), for a hosted learner
+        # to run ahead; the requests handed over since the last iteration, to hold them to it.
+        self._joining: Mapping[int, Sequence[Request]] | None = None
+        self._last = self._total = 0
+        self._arrived: list[Request] = []
+
+    def foresee(self, joining: Mapping[int, Sequence[Request]], last: int) -> None:
+        if self._stepping is not None:
+            self._joining, self._last = joining, last
+            self._total = sum(map(len, joining.values()))
 
     def add_request(self, request: Request) -> None:
         self._outputs[request.id] = request.output_tokens
-        self._state["waiting"].append(
-            {
-                "id": request.id,
-                "arrival": request.arrival,
-                "prompt_tokens": request.prompt_tokens,
-                "output_tokens": request.output_tokens,
-                "generated": 0,
-                "pages": [],
-            }
-        )
+        self._state["waiting"].append(waiting_record(request))
+        if self._joining is not None:
+            self._arrived.append(request)
 
     def schedule(self) -> ScheduledBatch:
         before = self._state
@@ -154,7 +180,8 @@ class LearnerScheduler:
         kept = 0
         try:
             if self._stepping is not None:
-                kept, returned = self._stepping.step(self._run, given, limits, self.policy)
+                ahead = self._ahead(given["iteration"])
+                kept, returned = self._stepping.step(self._run, given, limits, self.policy, ahead)
             else:
                 returned = self._schedule_iteration(given, limits, self.policy)
         except Exception as error:
@@ -178,6 +205,27 @@ class LearnerScheduler:
             self._next_index = (None, {})
         return batch
 
+    def _ahead(self, iteration: int) -> Ahead | None:
+        """What lets the host run past ``iteration``, if the requests handed over before it
+        are those foreseen; else nothing from now on (this run goes one iteration per call)."""
+        joining, arrived = self._joining, self._arrived
+        if joining is None:
+            return None
+        self._arrived = []
+        if tuple(arrived) != tuple(joining.get(iteration, ())):
+            self._joining = None
+            return None
+        last = self._last
+
+        def arrivals(count: int) -> list[list[dict[str, Any]]]:
+            until = min(iteration + count, last)
+            return [
+                [waiting_record(r) for r in joining.get(i, ())]
+                for i in range(iteration + 1, until + 1)
+            ]
+
+        return Ahead(arrivals, self._total)
+
     def update_from_output(self, output: ModelOutput) -> StepOutcome:
         # The learner already decoded inside schedule_iteration; the engine's tokens are the
         # decode entries read off its state, so there is nothing left to apply.
@@ -187,6 +235,18 @@ class LearnerScheduler:
         self._pending = None
         self._index = self._next_index
         return outcome
+
+
+def waiting_record(request: Request) -> dict[str, Any]:
+    """``request`` as the learner's state lists it on arrival (spec/learner.md, 2.1)."""
+    return {
+        "id": request.id,
+        "arrival": request.arrival,
+        "prompt_tokens": request.prompt_tokens,
+        "output_tokens": request.output_tokens,
+        "generated": 0,
+        "pages": [],
+    }
 
 
 def _generated(records: list[Any]) -> dict[str, Any]:

@@ -72,6 +72,9 @@ class HostProcess:
             self.jail.close()
             raise
         self.closed = False
+        self.garbled = False
+        """Whether the host wrote on the wire what the wire does not allow (not a frame, a frame
+        unasked, a closed wire), as against hanging, dying or breaking a limit."""
         self._watched = time.monotonic()
         try:  # an interrupt from here on must still end the host
             self.jail.started(self._process.pid)
@@ -92,23 +95,38 @@ class HostProcess:
             self.kill()
             raise
 
-    def exchange(self, frame: bytes, doing: str, seconds: float | None = None) -> bytes:
+    def exchange(
+        self, frame: bytes, doing: str, seconds: float | None = None, follows: bool = False
+    ) -> bytes:
         """Send ``frame``, return the answer's payload; HostFailure if none comes in time.
 
         The answer must come within ``seconds``, by default the confinement's per-call limit.
+        ``follows``: the request is answered in several frames, which :meth:`answer` reads.
         """
         if self.closed:
             raise HostFailure(f"{doing}: the target's process had already ended")
-        seconds = self.confinement.call_seconds if seconds is None else seconds
-        started = time.monotonic()
-        call_ends = started + seconds
         if frame:  # an empty frame waits for the host's first word, which it sends unasked
             self.unasked(doing, 0.0)
         pending = self._send_now(memoryview(frame), doing)
+        return self._await(pending, doing, seconds, follows)
+
+    def answer(self, doing: str, seconds: float | None = None) -> bytes:
+        """The next frame of a request answered in several (:meth:`exchange`'s ``follows``),
+        which must come within ``seconds`` of now: a call's time is counted from when kvsched
+        starts waiting for its answer, so a frame that comes late proves a slow call."""
+        if self.closed:
+            raise HostFailure(f"{doing}: the target's process had already ended")
+        return self._await(memoryview(b""), doing, seconds, True)
+
+    def _await(
+        self, pending: memoryview, doing: str, seconds: float | None, follows: bool
+    ) -> bytes:
+        seconds = self.confinement.call_seconds if seconds is None else seconds
+        call_ends = time.monotonic() + seconds
         while True:
             payload = self._take_frame(doing)
             if payload is not None and not pending:
-                if self._buffer:
+                if self._buffer and not follows:
                     self._out_of_order(doing)
                 return payload
             now = time.monotonic()
@@ -141,6 +159,7 @@ class HostProcess:
                 return
 
     def _out_of_order(self, doing: str) -> NoReturn:
+        self.garbled = True
         self.kill()
         raise HostFailure(
             f"after {doing} the target's process sent a frame kvsched had not asked for (the "
@@ -208,6 +227,7 @@ class HostProcess:
         try:
             length = wire.frame_length(bytes(self._buffer[:4]))
         except wire.WireError as error:
+            self.garbled = True
             self.kill()
             raise HostFailure(f"{doing}: the target's process sent {error}{self.tail()}") from None
         if len(self._buffer) < 4 + length:
@@ -239,6 +259,7 @@ class HostProcess:
         try:
             self._process.wait(timeout=_EXIT_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
+            self.garbled = True
             self.kill()
             raise HostFailure(
                 f"during {doing} the target closed kvsched's wire and went on running; only "

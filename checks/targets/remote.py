@@ -20,6 +20,7 @@ import itertools
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import msgspec
@@ -27,7 +28,7 @@ import msgspec
 from kvsched.checks.targets import bounds, wire
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.deadline import Deadline
-from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, LearnerSolution
+from kvsched.checks.targets.learner import LEARNER_FUNCTIONS, Ahead, LearnerSolution
 from kvsched.checks.targets.load import (
     Kind,
     LearnerTarget,
@@ -35,7 +36,7 @@ from kvsched.checks.targets.load import (
     TargetError,
     target_kind,
 )
-from kvsched.checks.targets.process import HostFailure, HostProcess
+from kvsched.checks.targets.process import BudgetSpent, HostFailure, HostProcess
 from kvsched.checks.targets.source import defined_functions
 from kvsched.spec.properties import PropertiesError, parse_properties
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
@@ -65,6 +66,28 @@ STARTUP_SECONDS = 60.0
 UNASKED_SECONDS = 0.2
 """How long a check waits, after its last answer, for a frame the host was not asked for."""
 
+AHEAD_MOST = 64
+"""The most iterations of a learner's run one round trip asks for (:meth:`RemoteTarget.step`);
+the fewest is two, so that the pace of a slow host is still measured."""
+AHEAD_SECONDS = 0.02
+"""About how long the iterations one round trip asks for may take: a learner whose calls are
+slow is asked for fewer, so that a run that ends early (the shrinker's horizon, a fault) leaves
+the host little work that nobody reads. Each is still a call of its own, under its deadline."""
+
+
+@dataclass
+class _Stream:
+    """The frames still to come of a step that asked the host to run ahead."""
+
+    key: int
+    iteration: int
+    """The iteration whose answer the next frame is."""
+    left: int
+    sent: float
+    """When the step was sent (time.monotonic), to measure the host's pace."""
+    read: int = 1
+
+
 _KINDS: dict[tuple[str, str], type[TargetRaised]] = {}
 _NIL = b"\xc0"
 
@@ -93,16 +116,15 @@ class RemoteTarget:
         self._pending = (0, 0)
         """The learner's run whose finished requests the host holds (:meth:`step`): its key,
         the list kvsched holds them in once it took the answer, and their bytes."""
+        self._stream: _Stream | None = None
+        self._ahead = 2
+        """Iterations one step asks for: grown while the host answers fast (:meth:`_paced`)."""
+        self.restarts = 0
+        """Hosts replaced after failing in iterations run ahead past a run (:meth:`_drain`)."""
 
     def load(self) -> SchedulerTarget | LearnerTarget:
         """Import TARGET in a new host; TargetError if it cannot be loaded (exit 2)."""
-        self._host = HostProcess(self.confinement, self._budget_ends, self.spec)
-        # Starting Python and kvsched is not the target's time, and may be slow on a busy machine.
-        startup = max(self.confinement.call_seconds, STARTUP_SECONDS)
-        ready = self._host.exchange(b"", "starting the target's process", startup)
-        if wire.split_reply(ready)[0] != "ok":
-            self._garbled("did not start as kvsched's host")
-        status, raw, _ = self._exchange(["load", self.spec])
+        status, raw = self._start()
         if len(raw) > bounds.TEXT_BYTES:  # a description or refusal is a few lines
             self._garbled(f"answered the import with {len(raw):,} bytes")
         if status == "refused":
@@ -136,12 +158,35 @@ class RemoteTarget:
                 raise TargetError(str(error)) from None
         return SchedulerTarget(self.spec, self.scheduler, description.policy, properties)
 
+    def _start(self) -> tuple[wire.Status, msgspec.Raw]:
+        """A new host, asked to import TARGET: the status and payload of its answer."""
+        self._host = HostProcess(self.confinement, self._budget_ends, self.spec)
+        # Starting Python and kvsched is not the target's time, and may be slow on a busy machine.
+        startup = max(self.confinement.call_seconds, STARTUP_SECONDS)
+        ready = self._host.exchange(b"", "starting the target's process", startup)
+        if wire.split_reply(ready)[0] != "ok":
+            self._garbled("did not start as kvsched's host")
+        status, raw, _ = self._exchange(["load", self.spec])
+        return status, raw
+
+    def _restart(self) -> None:
+        """A learner's host that failed while running iterations no call asked for (the run had
+        ended), replaced by a new one: kvsched judges only what it asks for, and would not have
+        asked for those. The new host holds no finished requests."""
+        assert self._host is not None
+        self._host.kill()
+        self._held, self._pending = (0, None, 0), (0, 0)
+        self.restarts += 1
+        if self._start()[0] != "ok":
+            self._garbled("did not import the target again, as it had before")
+
     def scheduler(self, limits: Limits) -> Scheduler:
         """A new scheduler built by the target in the host: ``Class(limits)`` over there."""
         handle = next(self._handles)
         dropped, self._dropped = self._dropped, []
         held = bounds.SchedulerBounds(limits)
-        self._answer(["new", handle, limits, dropped], None, "the constructor", held.budget("new"))
+        reply = self._exchange(["new", handle, limits, dropped])
+        self._answer(reply, None, "the constructor", held.budget("new"))
         proxy = RemoteScheduler(self, handle, held)
         weakref.finalize(proxy, self._dropped.append, handle)
         return proxy
@@ -151,7 +196,9 @@ class RemoteTarget:
         if argument is not None:
             message.append(argument)
         call = f"{method}()"
-        answer = self._answer(message, self._readers[method], call, held.budget(method))
+        answer = self._answer(
+            self._exchange(message), self._readers[method], call, held.budget(method)
+        )
         try:
             held.check(method, answer)
         except bounds.BoundError as error:
@@ -159,18 +206,33 @@ class RemoteTarget:
         return answer
 
     def function(self, name: str, arguments: tuple[Any, ...]) -> Any:
-        def most(sent: int) -> tuple[int, str]:
+        def most(sent: int, size: int) -> tuple[int, str]:
             return bounds.function_bytes(sent, arguments)
 
-        return self._answer(["fn", name, list(arguments)], self._any, f"{name}()", most)
+        return self._answer(
+            self._exchange(["fn", name, list(arguments)]), self._any, f"{name}()", most
+        )
 
-    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+    def step(
+        self,
+        key: int,
+        given: dict[str, Any],
+        limits: dict[str, int],
+        policy: str,
+        ahead: Ahead | None = None,
+    ) -> Any:
         """``schedule_iteration(given, limits, policy)`` for the run numbered ``key``, sending
         only the finished requests the host does not hold (host.py, ``_Served._step``).
 
         Returns ``(kept, state)``: the host found the first ``kept`` of ``given``'s finished
         requests unchanged, byte for byte, in what the learner returned, and ``state`` holds the
         rest of it. The answer is held to the bound of the whole state's bytes.
+
+        With ``ahead``, one round trip asks for this iteration and up to :attr:`_ahead` - 1
+        next ones of the run, which the host runs by itself from the states kvsched would send
+        (learner.py, ``Ahead``) and answers a frame each; the next calls of the run read those
+        frames instead of sending. Each frame is judged as the answer to the state kvsched
+        holds then, under the bounds and deadline of a call of its own, as if it had been sent.
         """
         finished: list[Any] = given["finished"]
         held_key, held, held_bytes = self._held
@@ -178,12 +240,44 @@ class RemoteTarget:
         self._held, self._pending = (key, None, 0), (0, 0)
         arguments = ({**given, "finished": finished[kept:]}, limits, policy)
         unsent = held_bytes if kept else 0
+        message: list[Any] = ["step", key, kept, list(arguments)]
 
-        def most(sent: int) -> tuple[int, str]:
-            return bounds.function_bytes(sent + unsent, arguments)
+        def most(sent: int, size: int) -> tuple[int, str]:
+            """The bound of an answer of ``size`` bytes to the call as sent unbatched, of
+            ``sent`` bytes (-1: not sent, measured only if the answer is over the bound of a
+            call that sends nothing, which is never above the call's own)."""
+            floor = bounds.function_bytes(unsent, arguments)
+            if sent < 0 and size <= floor[0]:
+                return floor
+            return bounds.function_bytes(unsent + (sent if sent >= 0 else sized()), arguments)
 
-        message = ["step", key, kept, list(arguments)]
-        same, state = self._answer(message, self._any, "schedule_iteration()", most, stepped=True)
+        def sized() -> int:
+            return len(wire.encode(message))
+
+        call = "schedule_iteration()"
+        stream, reply = self._stream, None
+        if (
+            ahead is not None
+            and stream is not None
+            and (stream.key, stream.iteration) == (key, given["iteration"])
+            and stream.left
+        ):
+            reply = self._streamed(stream)
+        if reply is None:
+            arrivals = ahead.arrivals(self._ahead - 1) if ahead is not None else []
+            if ahead is not None and arrivals:
+                started = time.monotonic()
+                # Past the bound of this call's answer, the host runs no further ahead: an
+                # answer kvsched may refuse is never the input of another call.
+                bound = most(-1, 1 << 62)[0]
+                asked = [*message, arrivals, ahead.total, bound]
+                status, raw, _ = self._exchange(asked, follows=True)
+                if status == "ok":  # any other answer is the host's last for this step
+                    self._stream = _Stream(key, given["iteration"] + 1, len(arrivals), started)
+                reply = (status, raw, -1)
+            else:
+                reply = self._exchange(message)
+        same, state = self._answer(reply, self._any, call, most, stepped=True)
         if not 0 <= same <= kept:
             self._garbled(f"answered a step keeping {kept} requests with {same}")
         tail = state.get("finished") if isinstance(state, dict) else None
@@ -194,6 +288,62 @@ class RemoteTarget:
                 tail_bytes = 0
             self._pending = (key, (held_bytes if same else 0) + tail_bytes)
         return same, state
+
+    def _streamed(self, stream: _Stream) -> tuple[wire.Status, msgspec.Raw, int] | None:
+        """The next frame of ``stream``, as the answer to its iteration; None if the host
+        stopped running ahead there (the caller sends the state instead)."""
+        assert self._host is not None
+        payload = self._host.answer(self.doing)
+        stream.left -= 1
+        stream.iteration += 1
+        stream.read += 1
+        try:
+            status, raw = wire.split_reply(payload)
+        except wire.WireError as error:
+            self._garbled(f"sent {error}")
+        if status != "ok":
+            self._stream = None  # a frame that is not an answer ends what the host runs
+            if status == "stopped":
+                return None
+        elif not stream.left:
+            self._stream = None
+            self._paced(stream)
+        return status, raw, -1
+
+    def _paced(self, stream: _Stream) -> None:
+        """Ask for more iterations per step while the host answers fast, fewer once it does
+        not: its pace over ``stream``, read to its end."""
+        pace = (time.monotonic() - stream.sent) / stream.read
+        fits = int(AHEAD_SECONDS / pace) if pace > 0 else AHEAD_MOST
+        self._ahead = max(2, min(fits, 2 * self._ahead, AHEAD_MOST))
+
+    def _drain(self, restart: bool = True) -> None:
+        """Read and set aside the frames still to come of a step run ahead that the run no
+        longer needs (it ended, or went on otherwise): they answer no call of kvsched's.
+
+        A host that hangs, dies or breaks a limit in those iterations failed in a call kvsched
+        would not have made: it is replaced (``restart``) or, after the check's last call,
+        ended, and judged for nothing. Whatever is on the wire is still read as the wire
+        demands: a frame that is not one is a HostFailure."""
+        stream, self._stream = self._stream, None
+        assert self._host is not None
+        while stream is not None and stream.left:
+            try:
+                payload = self._host.answer(f"{self.doing} (an iteration run ahead, unasked)")
+            except BudgetSpent:
+                raise
+            except HostFailure:
+                if not self._host.closed or self._host.garbled:
+                    raise
+                if restart:
+                    self._restart()
+                return
+            stream.left -= 1
+            try:
+                if wire.split_reply(payload)[0] != "ok":
+                    return  # the host ends what it runs ahead with any other answer
+            except wire.WireError as error:
+                self._garbled(f"sent {error}")
 
     def holds(self, key: int, finished: list[Any]) -> None:
         """kvsched took the last step's answer of run ``key``: its finished requests, which the
@@ -206,6 +356,7 @@ class RemoteTarget:
         """HostFailure if the host sent a frame after its last answer (:meth:`.HostProcess.
         unasked`), waiting a moment for one that a forger sent ahead of the host's own."""
         if self._host is not None:
+            self._drain(restart=False)
             self._host.unasked(f"{self.doing}, the last call", UNASKED_SECONDS)
 
     def close(self) -> None:
@@ -214,16 +365,19 @@ class RemoteTarget:
 
     def _answer(
         self,
-        message: list[Any],
+        reply: tuple[wire.Status, msgspec.Raw, int],
         reader: Callable[[Any], Any] | None,
         call: str,
-        most: Callable[[int], tuple[int, str]],
+        most: Callable[[int, int], tuple[int, str]],
         stepped: bool = False,
     ) -> Any:
-        """The answer to ``message``, read by ``reader``; ``most`` gives, from the bytes sent,
-        the most bytes a value may answer with and why. ``stepped``: a learner's step, answered
-        ``[kept, value]``, which returns ``(kept, value)`` (:meth:`step`)."""
-        status, raw, sent = self._exchange(message)
+        """The answer ``reply`` (:meth:`_exchange`'s), read by ``reader``; ``most`` gives, from
+        the bytes sent and the answer's, the most bytes a value may answer with and why.
+        ``stepped``: a learner's step, answered ``[kept, value]``, which returns ``(kept,
+        value)`` (:meth:`step`)."""
+        status, raw, sent = reply
+        if status == "stopped":  # only the frames of a step run ahead may say it (_streamed)
+            self._garbled(f"answered {call} with 'stopped'")
         kept = 0
         if stepped and status == "ok":
             try:
@@ -232,7 +386,7 @@ class RemoteTarget:
                 self._garbled(f"sent {error}")
         try:
             if status == "ok":
-                bounds.check_size(raw, *most(sent))
+                bounds.check_size(raw, *most(sent, len(raw)))
             else:  # the host cuts every text it sends; a longer one was not written by it
                 bounds.check_size(raw, bounds.TEXT_BYTES, "an exception's text can need")
         except bounds.BoundError as error:
@@ -266,15 +420,18 @@ class RemoteTarget:
             )
         self._garbled(f"answered a call with '{status}'")
 
-    def _exchange(self, message: list[Any]) -> tuple[wire.Status, msgspec.Raw, int]:
+    def _exchange(
+        self, message: list[Any], follows: bool = False
+    ) -> tuple[wire.Status, msgspec.Raw, int]:
         """The status and still-encoded payload of the answer to ``message``, and the bytes
-        sent."""
+        sent. ``follows``: more frames answer it (:meth:`step`)."""
         assert self._host is not None, "load() starts the host"
+        self._drain()
         try:
             frame = wire.encode(message)
         except (TypeError, ValueError, OverflowError) as error:  # kvsched's own data: a bug
             raise RuntimeError(f"cannot send {message[0]!r} to the host: {error}") from error
-        payload = self._host.exchange(frame, self.doing)
+        payload = self._host.exchange(frame, self.doing, follows=follows)
         try:
             return (*wire.split_reply(payload), len(frame))
         except wire.WireError as error:
@@ -329,9 +486,16 @@ class RemoteFunction:
     def __call__(self, *arguments: Any) -> Any:
         return self._target.function(self.__name__, arguments)
 
-    def step(self, key: int, given: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+    def step(
+        self,
+        key: int,
+        given: dict[str, Any],
+        limits: dict[str, int],
+        policy: str,
+        ahead: Ahead | None = None,
+    ) -> Any:
         """:meth:`RemoteTarget.step`."""
-        return self._target.step(key, given, limits, policy)
+        return self._target.step(key, given, limits, policy, ahead)
 
     def holds(self, key: int, finished: list[Any]) -> None:
         """:meth:`RemoteTarget.holds`."""

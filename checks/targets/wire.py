@@ -2,11 +2,13 @@
 
 Both ends speak in frames: a 4-byte big-endian length, then one msgpack value. kvsched sends
 ``[op, *args]`` arrays (:data:`OPS`); the host answers every one with ``[status, payload]``
-(:data:`STATUSES`). Payloads are the spec's own dataclasses (``Request``, ``ScheduledBatch``,
-``StepOutcome`` ...), encoded by msgspec field by field from their type hints, so a new field or a
-new protocol type crosses the wire without a change here; the reader of every answer is a
-msgspec decoder for the exact type the protocol promises, which takes exact ints and strings
-only: no bools for ints, no int subclasses, no pickles, no objects of the target's.
+(:data:`STATUSES`), and a learner's ``step`` that asks it to run ahead with one such frame per
+iteration, the last one ``stopped`` if it ran less far than asked (host.py, ``_Served._steps``).
+Payloads are the spec's own dataclasses (``Request``, ``ScheduledBatch``, ``StepOutcome`` ...),
+encoded by msgspec field by field from their type hints, so a new field or a new protocol type
+crosses the wire without a change here; the reader of every answer is a msgspec decoder for the
+exact type the protocol promises, which takes exact ints and strings only: no bools for ints, no
+int subclasses, no pickles, no objects of the target's.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ by :func:`printable` here."""
 
 Op = Literal["load", "new", "call", "fn", "step"]
 OPS: tuple[Op, ...] = typing.get_args(Op)
-Status = Literal["ok", "raised", "exited", "unsendable", "refused"]
+Status = Literal["ok", "raised", "exited", "unsendable", "refused", "stopped"]
 STATUSES: tuple[Status, ...] = typing.get_args(Status)
 
 PROTOCOL_METHODS = ("add_request", "schedule", "update_from_output")

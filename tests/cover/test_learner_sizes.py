@@ -219,10 +219,10 @@ def _hosted_run(path: Path, policy: str, sent: list[int] | None = None) -> Any:
         if sent is not None:
             exchange = remote._exchange
 
-            def spy(message: list[Any]) -> Any:
+            def spy(message: list[Any], follows: bool = False) -> Any:
                 if message[0] == "step":
                     sent.append(len(message[3][0]["finished"]))
-                return exchange(message)
+                return exchange(message, follows)
 
             remote._exchange = spy  # type: ignore[method-assign]
         target = remote.load()
@@ -250,8 +250,9 @@ def test_a_change_to_a_finished_request_is_judged_hosted_as_in_this_process(
 
 def test_a_hosted_learners_finished_requests_cross_the_wire_once() -> None:
     """Each step sends only the finished requests the host does not hold: with a correct
-    solution, none, so a step's bytes do not grow with the run."""
+    solution, none, so a step's bytes do not grow with the run; and one step runs several
+    iterations, so there are fewer steps than iterations."""
     sent: list[int] = []
     far = _hosted_run(CORRECT, "continuous", sent)
-    assert far.fault is None and len(sent) == len(far.events) > 50
+    assert far.fault is None and 0 < len(sent) < len(far.events) / 4 and len(far.events) > 50
     assert sent == [0] * len(sent)
