@@ -14,14 +14,19 @@ while a round of them makes the workload smaller:
    preempt, so no single request can go, and the budget was spent trying each;
 3. sizes across all requests at once: every output, then every prompt, capped at a bisected
    value; the arrivals all at once, else without idle gaps;
-4. requests dropped in halves, quarters, ... then one by one (ddmin), each removal tried again
+4. the requests' numbers at their floors (one output token, no prompt, arrival 0, no shared
+   prefix, no priority), all at once, else in halves, quarters, ... of the requests;
+5. requests dropped in halves, quarters, ... then one by one (ddmin), each removal tried again
    where the last one succeeded, never from the start;
-5. two requests neighbouring in arrival order merged into one carrying both prompts, where
+6. two requests neighbouring in arrival order merged into one carrying both prompts, where
    their pressure on the pool together is what fails;
-6. each request's numbers (output, prompt, arrival, shared prefix, priority): the floor first,
+7. each request's numbers (output, prompt, arrival, shared prefix, priority): the floor first,
    then by bisection when the requests are few.
 
-A candidate is kept when ``still_fails`` holds on it. Every candidate is validated by
+A candidate is kept when ``still_fails`` holds on it. A candidate that differs from one already
+seen to pass only in its requests' ids is not run again: in a crowd of alike requests, which a
+bug that needs a hundred finished requests shrinks to, dropping any one of them is the same
+candidate, and without this the drop pass spent a run on each. Every candidate is validated by
 :func:`~kvsched.spec.workload.parse_workload`, so the result is a workload file
 ``kvsched check --workload`` accepts, and since runs are deterministic it fails the same way there.
 The work is bounded by a number of candidate runs, not by time, so that every machine shrinks to
@@ -31,7 +36,7 @@ the same witness.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.registry import END_CHECKS
@@ -140,6 +145,8 @@ class _Shrinker:
     still_fails: Callable[[Workload], bool]
     budget: int
     runs: int = 0
+    passed: set[_Shape] = field(default_factory=set)
+    """The shapes of the candidates seen not to fail (:func:`_shape`)."""
 
     def shrink(self) -> None:
         # The bold passes first: a smaller pool and fewer tokens make requests droppable that
@@ -151,6 +158,7 @@ class _Shrinker:
             self._limits,
             self._caps,
             self._limits,
+            self._floors,
             self._drop,
             self._merge,
             self._numbers,
@@ -175,7 +183,8 @@ class _Shrinker:
         """Whether ``candidate`` is smaller, valid and still fails; if so it is kept."""
         if self.runs >= self.budget or _size(candidate) >= _size(self.current):
             return False
-        if not _valid(candidate):
+        shape = _shape(candidate)
+        if shape in self.passed or not _valid(candidate):
             return False
         self.runs += 1
         try:
@@ -184,6 +193,7 @@ class _Shrinker:
             self.runs = self.budget
             return False
         if not fails:
+            self.passed.add(shape)
             return False
         self.current = candidate
         return True
@@ -331,6 +341,36 @@ class _Shrinker:
                 return
             self._request(index, thorough)
 
+    def _floors(self) -> None:
+        """The requests' numbers at their floors, all of them at once, then one number at a
+        time; where that fails, in halves of the requests, then quarters, down to the few that
+        cannot take it. A crowd that is what fails shrinks to alike requests in a few dozen runs,
+        where request by request it cost one run each, and the drop pass then tries each size
+        of chunk once (:meth:`tried`)."""
+        for changed in (
+            _floored,
+            lambda r: replace(r, output_tokens=1),
+            lambda r: _prompt(r, 0),
+            lambda r: replace(r, arrival=0),
+            _unshared,
+            lambda r: replace(r, priority=0),
+        ):
+            self._floored_in(0, len(self.current.requests), changed)
+
+    def _floored_in(self, start: int, end: int, changed: Callable[[Request], Request]) -> None:
+        requests = self.current.requests
+        if start >= end or self.runs >= self.budget or end > len(requests):
+            return
+        lowered = [changed(r) for r in requests[start:end]]
+        if lowered == list(requests[start:end]):
+            return
+        if self.tried(self.requests([*requests[:start], *lowered, *requests[end:]])):
+            return
+        if end - start > 1:
+            middle = (start + end) // 2
+            self._floored_in(start, middle, changed)
+            self._floored_in(middle, end, changed)
+
     def _arrivals(self) -> None:
         requests = self.current.requests
         if self.tried(self.requests([replace(r, arrival=0) for r in requests])):
@@ -402,10 +442,31 @@ class _Shrinker:
         return made
 
 
+def _floored(request: Request) -> Request:
+    """Every number of ``request`` at its floor."""
+    return _unshared(replace(request, output_tokens=1, prompt_tokens=0, arrival=0, priority=0))
+
+
+def _unshared(request: Request) -> Request:
+    return replace(request, prefix_group="", prefix_tokens=0)
+
+
 def _prompt(request: Request, tokens: int) -> Request:
     """``request`` with a prompt of ``tokens``: a shared prefix is part of the prompt (1.1), so
     a whole-prompt prefix shrinks with it."""
     return replace(request, prompt_tokens=tokens, prefix_tokens=min(request.prefix_tokens, tokens))
+
+
+_Shape = tuple[Limits, tuple[tuple[int, int, int, str, int, int], ...]]
+
+
+def _shape(workload: Workload) -> _Shape:
+    """A workload but its requests' ids: two candidates of one shape run alike on a target
+    that does not read ids."""
+    return workload.limits, tuple(
+        (r.arrival, r.prompt_tokens, r.output_tokens, r.prefix_group, r.prefix_tokens, r.priority)
+        for r in workload.requests
+    )
 
 
 def _size(workload: Workload) -> tuple[int, int, int, int, int]:
