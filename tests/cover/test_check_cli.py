@@ -27,6 +27,7 @@ from kvsched.spec.teaching import load_teaching_trace
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = "kvsched.checks.mutants"
 EXAMPLES = ROOT / "examples" / "learner"
+BUGGY = ROOT / "checks" / "mutants" / "learner"  # the buggy solutions, one copy
 QUICK = ["--max-examples", "20"]
 
 
@@ -67,7 +68,7 @@ def test_z3_is_cited_only_for_the_modelled_reference_classes(
 def test_a_learner_bug_exits_1_saves_the_workload_and_replays_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = str(EXAMPLES / "buggy_leak.py")
+    target = str(BUGGY / "buggy_leak.py")
     save = tmp_path / "saved"
     assert main(["check", target, "--policy", "static", "--save-dir", str(save), *QUICK]) == 1
     out = capsys.readouterr().out

@@ -32,6 +32,8 @@ from kvsched.spec.teaching import load_teaching_trace
 from kvsched.spec.workload import Limits, Request, Workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "learner"
+# The buggy solutions, one copy, installed with the mutant zoo.
+MUTANTS = Path(__file__).resolve().parents[2] / "checks" / "mutants" / "learner"
 FAST = CheckOptions(hypothesis=False, families=False)
 
 
@@ -265,7 +267,7 @@ def test_a_hanging_allocator_gets_a_verdict() -> None:
 
 
 def test_a_buggy_solution_gets_the_smallest_workload_in_words() -> None:
-    report = check_target(load_target(str(EXAMPLES / "buggy_leak.py")), FAST)
+    report = check_target(load_target(str(MUTANTS / "buggy_leak.py")), FAST)
     assert report.exit_code == 1
     for verdict in report.verdicts:
         assert verdict.finding is not None and verdict.finding.invariant == "PAGE-3"
@@ -277,7 +279,7 @@ def test_a_buggy_solution_gets_the_smallest_workload_in_words() -> None:
 
 
 def test_static_only_bug_shows_under_static_and_not_continuous() -> None:
-    report = check_target(load_target(str(EXAMPLES / "buggy_static.py")), FAST)
+    report = check_target(load_target(str(MUTANTS / "buggy_static.py")), FAST)
     outcome = {v.policy: v.finding.invariant if v.finding else None for v in report.verdicts}
     assert outcome == {"static": "BATCH-2", "continuous": None}
 

@@ -100,7 +100,7 @@ def returns(steps: list[tuple[str, str]]) -> int:
 @pytest.mark.parametrize(
     "target, code",
     [
-        (str(ROOT / "examples" / "learner" / "buggy_leak.py"), 1),
+        (str(ROOT / "checks" / "mutants" / "learner" / "buggy_leak.py"), 1),
         (str(ROOT / "tests" / "logs" / "orca_like.clean.jsonl"), 0),
     ],
     ids=["learner", "event log"],

@@ -20,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LEARNER = ROOT / "examples" / "learner"
+MUTANTS = ROOT / "checks" / "mutants" / "learner"  # the buggy solutions, one copy
 KVSCHED = [sys.executable, "-c", "import sys; from kvsched.cli import main; sys.exit(main())"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -93,7 +94,7 @@ def test_mutants_show_which_mutant_is_checked_on_a_terminal(tmp_path: Path) -> N
 
 
 def test_a_finding_is_the_first_line_coloured_on_a_terminal(tmp_path: Path) -> None:
-    argv = ["check", str(LEARNER / "buggy_leak.py"), "--policy", "static", "--max-examples", "5"]
+    argv = ["check", str(MUTANTS / "buggy_leak.py"), "--policy", "static", "--max-examples", "5"]
     code, drawn = on_a_terminal(argv, tmp_path, _env(tmp_path))
     assert code == 1, drawn
     assert "\x1b[1;31mFAIL\x1b[0m" in drawn
@@ -111,7 +112,7 @@ def test_a_finding_is_the_first_line_coloured_on_a_terminal(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("how", ["piped", "CI", "--json"])
 def test_output_for_programs_is_plain_and_stderr_silent(tmp_path: Path, how: str) -> None:
-    argv = ["check", str(LEARNER / "buggy_leak.py"), "--policy", "static", "--max-examples", "5"]
+    argv = ["check", str(MUTANTS / "buggy_leak.py"), "--policy", "static", "--max-examples", "5"]
     env = _env(tmp_path, **({"CI": "true"} if how == "CI" else {}))
     if how == "--json":
         argv.append("--json")
@@ -149,8 +150,8 @@ def test_a_check_in_a_fresh_folder_leaves_it_as_it_was(tmp_path: Path) -> None:
     before = _listing(fresh)
     cache = tmp_path / "cache"
     outputs = {}
-    for target in ("correct.py", "buggy_leak.py"):
-        argv = ["check", str(LEARNER / target), "--policy", "static", "--max-examples", "5"]
+    for folder, target in ((LEARNER, "correct.py"), (MUTANTS, "buggy_leak.py")):
+        argv = ["check", str(folder / target), "--policy", "static", "--max-examples", "5"]
         done = subprocess.run(
             [*KVSCHED, *argv], cwd=fresh, env=_env(tmp_path), capture_output=True, text=True,
             timeout=120,

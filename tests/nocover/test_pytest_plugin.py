@@ -56,7 +56,8 @@ def test_pytest_plugin_turns_invariants_into_tests(tmp_path: Path) -> None:
 def test_the_plugin_loads_each_target_once(tmp_path: Path) -> None:
     """The load at collection, which names the tests, is the one the check judges: one host
     started, one import of the target (there were two, one to name the tests and one to check)."""
-    learner = Path(__file__).resolve().parents[2] / "examples" / "learner" / "buggy_leak.py"
+    root = Path(__file__).resolve().parents[2]
+    learner = root / "checks" / "mutants" / "learner" / "buggy_leak.py"
     code = (
         "import sys, pytest\n"
         "from kvsched.checks.targets import remote\n"

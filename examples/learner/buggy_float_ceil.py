@@ -1,1 +1,0 @@
-../../checks/mutants/learner/buggy_float_ceil.py
