@@ -228,3 +228,80 @@ def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
                 assert_same(path)
                 cases += 1
     assert cases >= 30
+
+
+def test_page_boundaries_after_a_preemption_are_still_due(tmp_path: Path) -> None:
+    """The requests that only decode in a preemption's line (declined) stay lazy across it,
+    keeping their dues. Leaving out such a request's page at its next boundary, one to six
+    lines after the preemption (due by the next line: it joins again; later: its due kept),
+    must be found in that boundary's line, alike on both paths."""
+    rows = preempting_rows(tmp_path)
+    lines = [i for i, row in enumerate(rows) if row.get("type") == "iteration"]
+    cases: dict[int, int] = {}
+    for place, i in enumerate(lines):
+        ops = rows[i]["ops"]
+        if not any(op[0] == "preempt" for op in ops):
+            continue
+        touched = {op[1] for op in ops if op[0] != "decode"}
+        decoding = [rid for op in ops if op[0] == "decode" for rid in op[1]]
+        for rid in sorted(set(decoding) - touched):
+            later = lines[place + 1 : place + 7]
+            boundary = next(
+                (
+                    k
+                    for k in later
+                    if any(op[1] == rid for op in rows[k]["ops"] if op[0] != "decode")
+                ),
+                None,
+            )
+            if boundary is None:
+                continue
+            alloc = [op for op in rows[boundary]["ops"] if op[0] == "alloc" and op[1] == rid]
+            distance = lines.index(boundary) - place
+            if len(alloc) != 1 or len(alloc[0][2]) != 1 or cases.get(distance, 0) >= 3:
+                continue
+            broken = json.loads(json.dumps(rows))
+            broken[boundary]["ops"].remove(alloc[0])
+            broken[boundary]["free_pages"] += 1
+            path = tmp_path / f"after-preemption-{i}-{rid}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            full = check_stream(path, fast=False)
+            assert full.finding is not None
+            assert full.finding.iteration == rows[boundary]["iteration"], full.finding
+            assert_same(path)
+            cases[distance] = cases.get(distance, 0) + 1
+    assert sum(cases.values()) >= 10, cases
+    assert len(cases) >= 3, cases  # due by the next line, and later
+
+
+def test_a_lazy_request_stepping_wrongly_in_a_preemption_line_is_found(tmp_path: Path) -> None:
+    """A request that was lazy before a preemption's line and decodes twice there, or is left
+    out of its decode, is judged by the full path there; the next lines, where the requests kept
+    lazy across it decode on, must agree too."""
+    rows = preempting_rows(tmp_path)
+    cases = 0
+    for i, row in enumerate(rows):
+        ops = row.get("ops", ())
+        if not any(op[0] == "preempt" for op in ops) or cases >= 12:
+            continue
+        touched = {op[1] for op in ops if op[0] != "decode"}
+        decodes = [op for op in ops if op[0] == "decode"]
+        if not decodes:
+            continue
+        quiet = [rid for rid in decodes[0][1] if rid not in touched]
+        if len(quiet) < 2:
+            continue
+        for twice in (True, False):
+            broken = json.loads(json.dumps(rows))
+            listed = next(op for op in broken[i]["ops"] if op[0] == "decode")[1]
+            if twice:
+                listed.append(quiet[-1])
+            else:
+                listed.remove(quiet[-1])
+            path = tmp_path / f"stepping-{i}-{twice}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            full = outcome(path, fast=False, every=False)
+            assert isinstance(full, str) or full.finding is not None, path.name
+            assert_same(path)
+            cases += 1
+    assert cases >= 8
