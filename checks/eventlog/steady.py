@@ -293,8 +293,9 @@ class SteadyDecode:
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """The full path for a line :meth:`take` declined (or was not offered)."""
-        self.flush()
         declined, self.declined = self.declined, False
+        if not declined:  # a line take declined was flushed there, before it was lowered
+            self.flush()
         if self.begun == event.iteration:
             found = self.monitor.judge(event)
         else:
