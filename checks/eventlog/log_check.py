@@ -91,4 +91,4 @@ def check_stream(
 
 
 def _fast(steady: SteadyDecode | None) -> int:
-    return 0 if steady is None else steady.clock
+    return 0 if steady is None else steady.fast_lines

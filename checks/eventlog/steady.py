@@ -69,6 +69,8 @@ class SteadyDecode:
             if check.steady is not None and check.steady.frees is not None
         )  # each check's say in what a steady line's finished requests give back
         self.clock = 0
+        """The lazy counts' clock: lines taken in, and lines the full path judged, so far."""
+        self.fast_lines = 0
         """Lines taken in so far."""
         self.counts = LazyCounts(monitor, lowering.tables)
         self.lazy = self.counts.lazy
@@ -83,8 +85,9 @@ class SteadyDecode:
         self.batch: tuple[str, ...] | None = None
         """The lowering's batch as a tuple, while no line has changed it since it was made."""
         self.begun = 0
-        self.kept: dict[str, int] = {}
-        """The lazy requests' dues as the latest declined line found them (:meth:`observe`)."""
+        self.declined = False
+        """Whether :meth:`take` declined the line :meth:`observe` is to judge: the lazy set
+        may be carried across it (:meth:`observe`)."""
 
     def take(self, line: IterationLine, waiting: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """The requests ``line`` (its queue ``waiting``, ``None`` if it names a request the
@@ -92,7 +95,7 @@ class SteadyDecode:
         every count then brought up to date for its lowering."""
         finished = None if waiting is None else self._take(line, waiting)
         if finished is None:
-            self.kept = self.counts.keep()
+            self.declined = True
             self.flush()
         return finished
 
@@ -253,6 +256,7 @@ class SteadyDecode:
                 self.pages.share(ops.shared)
             self.pages.take(grown, ops.fresh)
         self.clock = clock = self.clock + 1
+        self.fast_lines += 1
         lazy = self.lazy
         for rid in joiners:
             lazy[rid] = clock - 1
@@ -281,7 +285,7 @@ class SteadyDecode:
     def flush(self) -> None:
         """Bring every count up to date, the page ledger, and the monitor's recent events, for
         the full path."""
-        self.counts.bring_all(self.clock)
+        self.counts.bring_in(self.clock)
         self.pages.tell()
         self.last_decode = None
         self.batch = None
@@ -289,13 +293,17 @@ class SteadyDecode:
 
     def observe(self, event: IterationEvent) -> Finding | None:
         """The full path for a line :meth:`take` declined (or was not offered)."""
-        self.flush()
-        kept, self.kept = self.kept, {}
+        declined, self.declined = self.declined, False
+        if not declined:  # a line take declined was flushed there, before it was lowered
+            self.flush()
         if self.begun == event.iteration:
             found = self.monitor.judge(event)
         else:
             found = self.monitor.observe(event)
         self.meter.observe(event)  # the figures of the counts the monitor has just moved
-        if found is None and kept:  # the lazy set need not start over after a clean line
-            self.counts.resume(kept, event, self.clock)
+        self.clock += 1  # the line took a step of each request it decoded
+        if found is None and declined:  # the lazy set need not start over after a clean line
+            self.counts.carry(event, self.clock)
+        else:
+            self.counts.clear()
         return found

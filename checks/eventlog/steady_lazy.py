@@ -117,9 +117,9 @@ class LazyCounts:
         return named
 
     def schedule(self, named: dict[str, int]) -> None:
-        """Note when each request of ``named``, lazy and named in a line just taken in (or kept
-        lazy across a declined one, :meth:`resume`), next falls due: the line it needs a page
-        more in, or the line of its last token."""
+        """Note when each request of ``named``, lazy and named in a line just taken in, next
+        falls due: the line it needs a page more in, or the line of its last token. A request
+        kept lazy across a declined line keeps its due (:meth:`carry`)."""
         due, dues = self.due, self.dues
         for rid, when in named.items():
             due[rid] = when
@@ -134,21 +134,24 @@ class LazyCounts:
         self.lazy.pop(rid, None)
         self.due.pop(rid, None)
 
-    def keep(self) -> dict[str, int]:
-        """When each lazy request falls due, before a declined line empties the lazy set: those
-        that only decode in it may stay lazy after it (:meth:`resume`)."""
-        due = self.due
-        return {rid: due[rid] for rid in self.lazy if rid in due}
-
-    def resume(self, kept: dict[str, int], event: IterationEvent, clock: int) -> None:
-        """The requests of ``kept`` that ``event``, a line the full path judged clean, only
-        decoded, one token each and with no page gained, given back or taken from the cache,
-        are lazy again, their counts current as of ``clock``. That line took one step of each
-        as a steady line would, so each falls due one line sooner than it was to; one due by
-        the next line is left to join again, and be named."""
-        if not kept or event.computed is None:
+    def carry(self, event: IterationEvent, clock: int) -> None:
+        """Keep lazy across ``event``, a line the full path judged clean at ``clock`` with every
+        count brought in (:meth:`bring_in`), the requests it only decoded, one token each and
+        with no page gained, given back or taken from the cache: the line took one step of
+        each as a steady line would, so each stays lazy with its counts current as of
+        ``clock``, and still falls due when it was to (the clock counts the line). One due by
+        the next line, or touched otherwise, leaves the lazy set, to join again and be named.
+        The set is kept, not emptied and rebuilt: most lazy requests only decode there."""
+        lazy, due, dues = self.lazy, self.due, self.dues
+        dues.pop(clock, None)  # the full path judged whoever fell due in the line
+        if not lazy:
             return
-        computed, records, live = event.computed, self.records, self.records.live
+        computed = event.computed
+        if computed is None:
+            self.clear()
+            return
+        records = self.records
+        live = records.live
         touched = {op.request for op in event.schedule}
         touched.update(event.freed, event.finished, event.cached)
         # Who decoded exactly once, counted here: collections.Counter is pure Python, slow to
@@ -159,21 +162,32 @@ class LazyCounts:
                 touched.add(rid)  # more than one token: not a steady step, it joins again
             else:
                 once.add(rid)
-        resumed: dict[str, int] = {}
-        for rid, when in kept.items():
-            sooner = when - 1
-            if sooner <= clock + 1 or rid in touched or rid not in once or rid not in live:
-                continue
-            if computed.get(rid) != 1 or not records.is_steady(rid):
-                continue
-            self.lazy[rid] = clock
-            resumed[rid] = sooner
-        self.schedule(resumed)
+        dropped: list[str] = []
+        for rid in lazy:
+            when = due.get(rid)
+            if (
+                when is None
+                or when <= clock + 1
+                or rid in touched
+                or rid not in once
+                or rid not in live
+                or computed.get(rid) != 1
+                or not records.is_steady(rid)
+            ):
+                dropped.append(rid)
+            else:
+                lazy[rid] = clock
+        for rid in dropped:
+            del lazy[rid]
+            due.pop(rid, None)  # its entry in dues is passed over: no longer its due
 
-    def bring_all(self, clock: int) -> None:
-        """Every count up to date as of ``clock``, and no request lazy any longer."""
+    def bring_in(self, clock: int) -> None:
+        """Every count up to date as of ``clock``; the requests stay lazy, with their dues."""
         for rid in self.lazy:
             self.bring(rid, clock)
+
+    def clear(self) -> None:
+        """No request lazy any longer (their counts brought in)."""
         self.lazy.clear()
         self.due.clear()
         self.dues.clear()

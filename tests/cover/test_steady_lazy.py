@@ -228,3 +228,156 @@ def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
                 assert_same(path)
                 cases += 1
     assert cases >= 30
+
+
+def test_page_boundaries_after_a_preemption_are_still_due(tmp_path: Path) -> None:
+    """The requests that only decode in a preemption's line (declined) stay lazy across it,
+    keeping their dues. Leaving out such a request's page at its next boundary, one to six
+    lines after the preemption (due by the next line: it joins again; later: its due kept),
+    must be found in that boundary's line, alike on both paths."""
+    rows = preempting_rows(tmp_path)
+    lines = [i for i, row in enumerate(rows) if row.get("type") == "iteration"]
+    cases: dict[int, int] = {}
+    for place, i in enumerate(lines):
+        ops = rows[i]["ops"]
+        if not any(op[0] == "preempt" for op in ops):
+            continue
+        touched = {op[1] for op in ops if op[0] != "decode"}
+        decoding = [rid for op in ops if op[0] == "decode" for rid in op[1]]
+        for rid in sorted(set(decoding) - touched):
+            later = lines[place + 1 : place + 7]
+            boundary = next(
+                (
+                    k
+                    for k in later
+                    if any(op[1] == rid for op in rows[k]["ops"] if op[0] != "decode")
+                ),
+                None,
+            )
+            if boundary is None:
+                continue
+            alloc = [op for op in rows[boundary]["ops"] if op[0] == "alloc" and op[1] == rid]
+            distance = lines.index(boundary) - place
+            if len(alloc) != 1 or len(alloc[0][2]) != 1 or cases.get(distance, 0) >= 3:
+                continue
+            broken = json.loads(json.dumps(rows))
+            broken[boundary]["ops"].remove(alloc[0])
+            broken[boundary]["free_pages"] += 1
+            path = tmp_path / f"after-preemption-{i}-{rid}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            full = check_stream(path, fast=False)
+            assert full.finding is not None
+            assert full.finding.iteration == rows[boundary]["iteration"], full.finding
+            assert_same(path)
+            cases[distance] = cases.get(distance, 0) + 1
+    assert sum(cases.values()) >= 10, cases
+    assert len(cases) >= 3, cases  # due by the next line, and later
+
+
+def test_a_lazy_request_stepping_wrongly_in_a_preemption_line_is_found(tmp_path: Path) -> None:
+    """A request that was lazy before a preemption's line and decodes twice there, or is left
+    out of its decode, is judged by the full path there; the next lines, where the requests kept
+    lazy across it decode on, must agree too."""
+    rows = preempting_rows(tmp_path)
+    cases = 0
+    for i, row in enumerate(rows):
+        ops = row.get("ops", ())
+        if not any(op[0] == "preempt" for op in ops) or cases >= 12:
+            continue
+        touched = {op[1] for op in ops if op[0] != "decode"}
+        decodes = [op for op in ops if op[0] == "decode"]
+        if not decodes:
+            continue
+        quiet = [rid for rid in decodes[0][1] if rid not in touched]
+        if len(quiet) < 2:
+            continue
+        for twice in (True, False):
+            broken = json.loads(json.dumps(rows))
+            listed = next(op for op in broken[i]["ops"] if op[0] == "decode")[1]
+            if twice:
+                listed.append(quiet[-1])
+            else:
+                listed.remove(quiet[-1])
+            path = tmp_path / f"stepping-{i}-{twice}.jsonl"
+            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            full = outcome(path, fast=False, every=False)
+            assert isinstance(full, str) or full.finding is not None, path.name
+            assert_same(path)
+            cases += 1
+    assert cases >= 8
+
+
+def _plant_at_preemption(line: dict[str, Any], victim: str, held: list[int], choice: int) -> bool:
+    """One violation in a preemption's ``line``: the victim keeps a page it should give back,
+    gives back one it does not hold (``held``: another running request's pages), decodes as it
+    is preempted, or a request finishing in the same line keeps a page. Whether it took."""
+    ops = line["ops"]
+    frees = [op for op in ops if op[0] == "free" and op[1] == victim and op[2]]
+    ending = [op for op in ops if op[0] == "free" and op[1] != victim and op[2]]
+    decodes = [op for op in ops if op[0] == "decode"]
+    if choice == 0 and frees:
+        frees[0][2].pop()
+        line["free_pages"] -= 1
+    elif choice == 1 and frees and held:
+        frees[0][2].append(held[0])
+        line["free_pages"] += 1
+    elif choice == 2 and decodes and victim not in decodes[0][1]:
+        decodes[0][1].append(victim)
+    elif choice == 3 and ending:
+        ending[0][2].pop()
+        line["free_pages"] -= 1
+    else:
+        return False
+    return True
+
+
+def test_findings_on_preemption_lines_agree(tmp_path: Path) -> None:
+    """Bugs planted on the lines that preempt, by kind of victim: one lazy until then (it
+    only decoded in the lines before), one whose table began with prefix pages it shares, one
+    preempted a second time, and lines that also finish a request. The full path judges those
+    lines, with the lazy set brought in and kept across them; both paths must agree."""
+    rows = preempting_rows(tmp_path)
+    tables: dict[str, list[int]] = {}
+    shared: set[str] = set()
+    preempted: set[str] = set()
+    kinds: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        ops = row.get("ops", ())
+        victims = [op[1] for op in ops if op[0] == "preempt"]
+        if victims and i >= 3:
+            victim = victims[0]
+            before = rows[i - 3 : i]
+            lazy = all(
+                victim in [r for op in b.get("ops", ()) if op[0] == "decode" for r in op[1]]
+                and not any(op[1] == victim for op in b.get("ops", ()) if op[0] != "decode")
+                for b in before
+            )
+            found = {
+                "lazy": lazy,
+                "shared": victim in shared,
+                "twice": victim in preempted,
+                "finishing": any(op[0] == "finish" for op in ops),
+            }
+            wanted = [kind for kind, yes in found.items() if yes and kinds.get(kind, 0) < 3]
+            others = [p for rid, pages in tables.items() if rid not in victims for p in pages]
+            for choice in range(4) if wanted else ():
+                broken = json.loads(json.dumps(rows))
+                if not _plant_at_preemption(broken[i], victim, others, choice):
+                    continue
+                path = tmp_path / f"preempting-{i}-{choice}.jsonl"
+                path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+                full = outcome(path, fast=False, every=False)
+                assert isinstance(full, str) or full.finding is not None, path.name
+                assert_same(path)
+            for kind in wanted:
+                kinds[kind] = kinds.get(kind, 0) + 1
+        for op in ops:
+            if op[0] in ("alloc", "share"):
+                tables.setdefault(op[1], []).extend(op[2])
+                if op[0] == "share":
+                    shared.add(op[1])
+            elif op[0] == "free":
+                tables.pop(op[1], None)
+            elif op[0] == "preempt":
+                preempted.add(op[1])
+    assert kinds == {"lazy": 3, "shared": 3, "twice": 3, "finishing": 3}, kinds
