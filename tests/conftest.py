@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -36,6 +37,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))
 
 NAMED_ONLY = ("nocover", "quality")
 """The folders a bare ``pytest`` leaves out, and that run when named."""
+
+WHOLE_MODULES = frozenset(
+    {"tests/quality/test_search_corners.py", "tests/quality/test_far_axes.py"}
+)
+"""Modules one xdist worker takes whole, so that their module fixtures (whole searches of a
+minute each) run once rather than once on each worker that gets one of their tests."""
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -54,6 +61,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return 2 * (cores or 1)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Load balancing test by test, but :data:`WHOLE_MODULES` each sent to one worker.
+
+    xdist's own ``--dist loadgroup`` keeps a group together by rewriting node ids, which pytest
+    9.2 no longer reads (pytest-xdist #1386): the groups were dealt out test by test, and each
+    of four workers ran the same search."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WholeModules(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    return WholeModules(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:

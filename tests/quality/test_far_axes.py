@@ -29,10 +29,6 @@ from kvsched.reference.engine_scheduler import VLLMV1Scheduler
 from kvsched.spec.protocol import ScheduledBatch
 from kvsched.spec.workload import Workload, pages_for, peak_pages
 
-# One xdist worker takes the whole module, so its module fixtures (whole searches) run once
-# rather than once on each worker (pyproject.toml: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("far_axes")
-
 SAMPLE = 200
 """Workloads drawn from the ci profile's strategies, one in ``FAR_SHARE`` of them far."""
 
@@ -70,6 +66,7 @@ def _sample(strategy: st.SearchStrategy[Workload], count: int) -> list[Workload]
     return drawn
 
 
+# One worker runs this whole module (tests/conftest.py, WHOLE_MODULES): its searches run once.
 @pytest.fixture(scope="module")
 def ci_draws() -> list[Workload]:
     far = SAMPLE // FAR_SHARE

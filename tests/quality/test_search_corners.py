@@ -24,10 +24,6 @@ from kvsched.checks.search.strategies import FEATURES
 from kvsched.reference.engine import run
 from kvsched.spec.workload import parse_workload, workload_to_json
 
-# One xdist worker takes the whole module, so its module fixtures (whole searches) run once
-# rather than once on each worker (pyproject.toml: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("search_corners")
-
 AT_LEAST = 5
 """Generated test cases of the ci search (100 and those the target phase adds) that must reach
 each corner."""
@@ -49,6 +45,7 @@ ONLY_BY_SHAPES = ("preemption of a request running ahead",)
 design): the boundary shapes carry them, and targeting climbs from there in deeper profiles."""
 
 
+# One worker runs this whole module (tests/conftest.py, WHOLE_MODULES): its searches run once.
 @pytest.fixture(scope="module")
 def statistics() -> tuple[Counter[str], Counter[str]]:
     """Corner events of the ci search: over generated test cases, and over explicit examples."""
