@@ -247,6 +247,11 @@ class _Shrinker:
         # Below the largest request's peak the workload is invalid (section 1): no run needed.
         needed = max(peak_pages(r, self.current.limits.page_size) for r in requests)
         self.lowest(self.current.limits.pool_pages, needed, lambda v: self.limits(pool_pages=v))
+        # Pages of one token, if that still fails, before the batch limit's bisection: every
+        # request keeps its pages in fewer tokens, and each run of the bisection is shorter. A
+        # page size that must stay larger is bisected after it, as it has to be: before it, a
+        # preemption bug kept pages of 2 tokens.
+        self.floor(self.current.limits.page_size, 1, self._paged)
         # More slots than requests are never used: the floor, one, is tried first anyway.
         self.lowest(self.current.limits.batch_limit, 1, lambda v: self.limits(batch_limit=v))
         self.lowest(self.current.limits.page_size, 1, self._paged)
