@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from kvsched.spec.events import IterationEvent
-from kvsched.spec.workload import Workload
+from kvsched.spec.workload import Request, Workload
 
 TEXT_LIMIT = 2000
 """The most characters of one text of the target's (an exception's, a refusal) kvsched shows:
@@ -78,21 +78,56 @@ def page_list(pages: Iterable[int]) -> str:
 
 
 def describe_workload(workload: Workload) -> list[str]:
-    """A workload as sentences: the limits, then each request in declared order."""
+    """A workload as sentences: the limits, then each request in declared order. A run of
+    :data:`FOLDED` or more alike requests, next to each other, is one sentence: a bug that needs a
+    hundred finished requests is shown on a hundred, and the reader needs what sets the few
+    others apart, not a hundred lines that say the same."""
     limits = workload.limits
     lines = [
         f"{plural(len(workload.requests), 'request')}; at most {limits.batch_limit} active at "
         f"once, pages of {plural(limits.page_size, 'token')}, "
         f"a pool of {plural(limits.pool_pages, 'page')}."
     ]
-    for r in workload.requests:
-        lines.append(
-            f"{one_line(r.id)}: arrives at time {r.arrival} "
-            f"(may join from iteration {r.arrival + 1}), "
-            f"prompt of {plural(r.prompt_tokens, 'token')}, "
-            f"wants {plural(r.output_tokens, 'output token')}."
-        )
+    requests = workload.requests
+    start = 0
+    while start < len(requests):
+        first, end = requests[start], start + 1
+        while end < len(requests) and _alike(requests[end], first):
+            end += 1
+        if end - start >= FOLDED:
+            last = requests[end - 1]
+            lines.append(
+                f"{one_line(first.id)} to {one_line(last.id)}, {end - start} requests in "
+                f"declared order: each {_request_sentence(first)}"
+            )
+        else:
+            end = start + 1
+            lines.append(f"{one_line(first.id)}: {_request_sentence(first)}")
+        start = end
     return lines
+
+
+FOLDED = 3
+"""Alike requests next to each other that :func:`describe_workload` says in one sentence."""
+
+
+def _alike(a: Request, b: Request) -> bool:
+    return _request_sentence(a) == _request_sentence(b)
+
+
+def _request_sentence(r: Request) -> str:
+    shared = (
+        f", the first {plural(r.prefix_tokens, 'token')} shared with prefix group "
+        f"{one_line(r.prefix_group)}"
+        if r.prefix_group and r.prefix_tokens
+        else ""
+    )
+    priority = f", priority {r.priority}" if r.priority else ""
+    return (
+        f"arrives at time {r.arrival} (may join from iteration {r.arrival + 1}), "
+        f"prompt of {plural(r.prompt_tokens, 'token')}{shared}, "
+        f"wants {plural(r.output_tokens, 'output token')}{priority}."
+    )
 
 
 def describe_event(event: IterationEvent) -> str:

@@ -98,3 +98,21 @@ def test_a_saved_counterexample_is_told_by_its_file_not_by_a_blob() -> None:
     assert "blob" not in told
     assert "Workload file: /tmp/w.json" in told
     assert "(the teaching trace, made smaller by Hypothesis)" in told
+
+
+def test_a_crowd_of_alike_requests_is_one_sentence_and_the_rest_say_what_sets_them_apart() -> None:
+    crowd = tuple(Request(f"r{i}", 0, 0, 1) for i in range(100))
+    apart = (Request("head", 0, 3, 1, "g", 2), Request("late", 1, 1, 1, priority=-2))
+    described = describe_workload(Workload("w", Limits(2, 1, 4), crowd + apart))
+    assert described[1] == (
+        "r0 to r99, 100 requests in declared order: each arrives at time 0 (may join from "
+        "iteration 1), prompt of 0 tokens, wants 1 output token."
+    )
+    assert (
+        described[2].startswith("head: ")
+        and "first 2 tokens shared with prefix group g" in (described[2])
+    )
+    assert described[3].endswith("wants 1 output token, priority -2.")
+    assert len(described) == 4
+    pair = describe_workload(Workload("w", Limits(2, 1, 4), crowd[:2]))
+    assert [line.split(":")[0] for line in pair[1:]] == ["r0", "r1"]  # two are not folded
