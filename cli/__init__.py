@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
 
         return version("kvsched")
     if name == "allocate_kv_pages":
-        from kvsched.reference.pages import allocate_kv_pages
+        from kvsched.reference.page_count import allocate_kv_pages
 
         return allocate_kv_pages
     raise AttributeError(f"module 'kvsched' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The executable reference: page accounting, the page pool, both policies and the engine loop.
 
-Module by module it mirrors spec/semantics.md: :mod:`.pages` (section 2), :mod:`.pool` (3.3),
+Module by module it mirrors spec/semantics.md: :mod:`.page_count` (section 2), :mod:`.pool` (3.3),
 :mod:`.scheduler` (3), :mod:`.static` (5.1), :mod:`.continuous` (5.2), :mod:`.engine` (3 and 6)
 and :mod:`.metrics` (7).
 """
@@ -10,7 +10,7 @@ from kvsched.spec.protocol import SchedulerFactory
 from .continuous import ContinuousScheduler
 from .engine import Run, SchedulerFault, run
 from .metrics import RunMetrics, compute_metrics, percentile
-from .pages import allocate_kv_pages
+from .page_count import allocate_kv_pages
 from .pool import PagePool, PoolError
 from .static import StaticScheduler
 

@@ -33,7 +33,7 @@ from kvsched.checks.search.profiles import use_kvsched_cache
 from kvsched.checks.search.runs import ALLOCATOR_BITS
 from kvsched.checks.targets.deadline import CallTimeout, Deadline
 from kvsched.checks.verdict.report import AllocatorVerdict
-from kvsched.reference.pages import allocate_kv_pages as reference_allocate
+from kvsched.reference.page_count import allocate_kv_pages as reference_allocate
 from kvsched.spec.text import plural
 
 # (tokens, page_size); None means "use the default page size of 16".

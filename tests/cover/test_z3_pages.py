@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kvsched.checks.proofs.budgets import DEFAULT
 from kvsched.checks.proofs.page_lemmas import LEMMAS, PageLemma, ceil_pages, prove_lemma
 from kvsched.checks.proofs.query import EXHAUSTED, NOT_PROVED, PROVED, REFUTED, prove
-from kvsched.reference.pages import allocate_kv_pages
+from kvsched.reference.page_count import allocate_kv_pages
 
 
 @pytest.mark.parametrize("lemma", LEMMAS, ids=lambda lemma: lemma.name)
