@@ -13,6 +13,7 @@ kvsched's, whatever the target wrote.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -88,31 +89,21 @@ def describe_workload(workload: Workload) -> list[str]:
         f"once, pages of {plural(limits.page_size, 'token')}, "
         f"a pool of {plural(limits.pool_pages, 'page')}."
     ]
-    requests = workload.requests
-    start = 0
-    while start < len(requests):
-        first, end = requests[start], start + 1
-        while end < len(requests) and _alike(requests[end], first):
-            end += 1
-        if end - start >= FOLDED:
-            last = requests[end - 1]
+    sentences = [(r, _request_sentence(r)) for r in workload.requests]
+    for sentence, group in itertools.groupby(sentences, key=lambda pair: pair[1]):
+        alike = [r for r, _ in group]
+        if len(alike) >= FOLDED:
             lines.append(
-                f"{one_line(first.id)} to {one_line(last.id)}, {end - start} requests in "
-                f"declared order: each {_request_sentence(first)}"
+                f"{one_line(alike[0].id)} to {one_line(alike[-1].id)}, {len(alike)} requests in "
+                f"declared order: each {sentence}"
             )
         else:
-            end = start + 1
-            lines.append(f"{one_line(first.id)}: {_request_sentence(first)}")
-        start = end
+            lines.extend(f"{one_line(r.id)}: {sentence}" for r in alike)
     return lines
 
 
 FOLDED = 3
 """Alike requests next to each other that :func:`describe_workload` says in one sentence."""
-
-
-def _alike(a: Request, b: Request) -> bool:
-    return _request_sentence(a) == _request_sentence(b)
 
 
 def _request_sentence(r: Request) -> str:

@@ -363,8 +363,8 @@ class _Shrinker:
             self._floored_in(0, len(self.current.requests), changed)
 
     def _floored_in(self, start: int, end: int, changed: Callable[[Request], Request]) -> None:
-        requests = self.current.requests
-        if start >= end or self.runs >= self.budget or end > len(requests):
+        requests = self.current.requests  # as many as when the pass began: it drops none
+        if start >= end or self.runs >= self.budget:
             return
         lowered = [changed(r) for r in requests[start:end]]
         if lowered == list(requests[start:end]):
@@ -404,7 +404,7 @@ class _Shrinker:
         lower(request().output_tokens, 1, output)
         lower(request().prompt_tokens, 0, prompt)
         lower(request().arrival, 0, arrival)
-        dropped = self.request(index, lambda r: replace(r, prefix_group="", prefix_tokens=0))
+        dropped = self.request(index, _unshared)
         if request().prefix_group and not self.tried(dropped):
             lower(request().prefix_tokens, 0, prefix)
         sign = 1 if request().priority > 0 else -1
@@ -462,16 +462,13 @@ def _prompt(request: Request, tokens: int) -> Request:
     return replace(request, prompt_tokens=tokens, prefix_tokens=min(request.prefix_tokens, tokens))
 
 
-_Shape = tuple[Limits, tuple[tuple[int, int, int, str, int, int], ...]]
+_Shape = tuple[Limits, tuple[Request, ...]]
 
 
 def _shape(workload: Workload) -> _Shape:
-    """A workload but its requests' ids: two candidates of one shape run alike on a target
-    that does not read ids."""
-    return workload.limits, tuple(
-        (r.arrival, r.prompt_tokens, r.output_tokens, r.prefix_group, r.prefix_tokens, r.priority)
-        for r in workload.requests
-    )
+    """A workload but its requests' ids (every other field of a request kept): two candidates
+    of one shape run alike on a target that does not read ids."""
+    return workload.limits, tuple(replace(r, id="") for r in workload.requests)
 
 
 def _size(workload: Workload) -> tuple[int, int, int, int, int]:

@@ -34,13 +34,26 @@ def busy_rows(tmp_path: Path) -> list[Any]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def written(path: Path, rows: list[Any]) -> Path:
+    """``rows`` as a log at ``path``."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
 def broken_alike(tmp_path: Path, name: str, rows: list[Any]) -> None:
     """Both paths agree on ``rows``, which hold a finding after lines the fast path took."""
-    path = tmp_path / name
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path = written(tmp_path / name, rows)
     full = check_stream(path, fast=False)
     assert full.finding is not None
     assert check_stream(path).fast_lines > 0
+    assert_same(path)
+
+
+def caught_alike(path: Path) -> None:
+    """The full path finds a violation in ``path`` (or refuses it as invalid), and both paths
+    agree."""
+    full = outcome(path, fast=False, every=False)
+    assert isinstance(full, str) or full.finding is not None, path.name
     assert_same(path)
 
 
@@ -144,8 +157,7 @@ def test_a_request_lazy_across_a_declined_line_falls_due_one_line_sooner(tmp_pat
             line[at]["tables"] = {r: list(t) for r, t in after[at].items()}
             line[boundary]["ops"].remove(alloc[0])
             line[boundary]["free_pages"] += 1
-            path = tmp_path / f"declined-{cases}.jsonl"
-            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            path = written(tmp_path / f"declined-{cases}.jsonl", broken)
             full = check_stream(path, fast=False)
             assert full.finding is not None
             assert full.finding.iteration == line[boundary]["iteration"], full.finding
@@ -174,8 +186,7 @@ def test_preempting_log_is_clean_alike_and_mostly_taken(tmp_path: Path) -> None:
     rows = preempting_rows(tmp_path)
     preempting = [row for row in rows if any(op[0] == "preempt" for op in row.get("ops", ()))]
     assert len(preempting) >= 5  # the comparison is about lines around preemptions
-    path = tmp_path / "clean.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    path = written(tmp_path / "clean.jsonl", rows)
     assert check_stream(path, fast=False).finding is None
     assert assert_same(path) > len(rows)  # over both runs: most lines taken in fast
 
@@ -221,11 +232,7 @@ def test_findings_around_preemptions_agree(tmp_path: Path) -> None:
                 broken = json.loads(json.dumps(rows))
                 if not _planted_near(broken[i + after], victim, choice):
                     continue
-                path = tmp_path / f"near-{i}-{after}-{choice}.jsonl"
-                path.write_text("".join(json.dumps(row) + "\n" for row in broken))
-                full = outcome(path, fast=False, every=False)
-                assert isinstance(full, str) or full.finding is not None, path.name
-                assert_same(path)
+                caught_alike(written(tmp_path / f"near-{i}-{after}-{choice}.jsonl", broken))
                 cases += 1
     assert cases >= 30
 
@@ -263,8 +270,7 @@ def test_page_boundaries_after_a_preemption_are_still_due(tmp_path: Path) -> Non
             broken = json.loads(json.dumps(rows))
             broken[boundary]["ops"].remove(alloc[0])
             broken[boundary]["free_pages"] += 1
-            path = tmp_path / f"after-preemption-{i}-{rid}.jsonl"
-            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
+            path = written(tmp_path / f"after-preemption-{i}-{rid}.jsonl", broken)
             full = check_stream(path, fast=False)
             assert full.finding is not None
             assert full.finding.iteration == rows[boundary]["iteration"], full.finding
@@ -298,11 +304,7 @@ def test_a_lazy_request_stepping_wrongly_in_a_preemption_line_is_found(tmp_path:
                 listed.append(quiet[-1])
             else:
                 listed.remove(quiet[-1])
-            path = tmp_path / f"stepping-{i}-{twice}.jsonl"
-            path.write_text("".join(json.dumps(row) + "\n" for row in broken))
-            full = outcome(path, fast=False, every=False)
-            assert isinstance(full, str) or full.finding is not None, path.name
-            assert_same(path)
+            caught_alike(written(tmp_path / f"stepping-{i}-{twice}.jsonl", broken))
             cases += 1
     assert cases >= 8
 
@@ -364,11 +366,7 @@ def test_findings_on_preemption_lines_agree(tmp_path: Path) -> None:
                 broken = json.loads(json.dumps(rows))
                 if not _plant_at_preemption(broken[i], victim, others, choice):
                     continue
-                path = tmp_path / f"preempting-{i}-{choice}.jsonl"
-                path.write_text("".join(json.dumps(row) + "\n" for row in broken))
-                full = outcome(path, fast=False, every=False)
-                assert isinstance(full, str) or full.finding is not None, path.name
-                assert_same(path)
+                caught_alike(written(tmp_path / f"preempting-{i}-{choice}.jsonl", broken))
             for kind in wanted:
                 kinds[kind] = kinds.get(kind, 0) + 1
         for op in ops:
