@@ -57,6 +57,15 @@ def caught_alike(path: Path) -> None:
     assert_same(path)
 
 
+def caught_at(path: Path, line: dict[str, Any]) -> None:
+    """The full path finds a violation in ``path`` in the iteration of ``line``, and both paths
+    agree."""
+    full = check_stream(path, fast=False)
+    assert full.finding is not None
+    assert full.finding.iteration == line["iteration"], full.finding
+    assert_same(path)
+
+
 def test_a_page_boundary_after_a_named_one_is_still_due(tmp_path: Path) -> None:
     """A request named at one page boundary decodes on lazily; leaving out its page at a later
     boundary must still be found (a due noted from stale counts would let it pass)."""
@@ -157,11 +166,7 @@ def test_a_request_lazy_across_a_declined_line_falls_due_one_line_sooner(tmp_pat
             line[at]["tables"] = {r: list(t) for r, t in after[at].items()}
             line[boundary]["ops"].remove(alloc[0])
             line[boundary]["free_pages"] += 1
-            path = written(tmp_path / f"declined-{cases}.jsonl", broken)
-            full = check_stream(path, fast=False)
-            assert full.finding is not None
-            assert full.finding.iteration == line[boundary]["iteration"], full.finding
-            assert_same(path)
+            caught_at(written(tmp_path / f"declined-{cases}.jsonl", broken), line[boundary])
             cases += 1
             break
     assert cases == 5
@@ -271,10 +276,7 @@ def test_page_boundaries_after_a_preemption_are_still_due(tmp_path: Path) -> Non
             broken[boundary]["ops"].remove(alloc[0])
             broken[boundary]["free_pages"] += 1
             path = written(tmp_path / f"after-preemption-{i}-{rid}.jsonl", broken)
-            full = check_stream(path, fast=False)
-            assert full.finding is not None
-            assert full.finding.iteration == rows[boundary]["iteration"], full.finding
-            assert_same(path)
+            caught_at(path, rows[boundary])
             cases[distance] = cases.get(distance, 0) + 1
     assert sum(cases.values()) >= 10, cases
     assert len(cases) >= 3, cases  # due by the next line, and later
