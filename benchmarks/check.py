@@ -3,7 +3,7 @@
 :class:`DefaultCheck`: the whole default check (the teaching trace, the seeded families, a ci
 Hypothesis search) of the engine scheduler as vLLM v1 is designed
 (``kvsched.reference.engine_scheduler:VLLMV1Scheduler``), in this process, as
-:func:`kvsched.checks.judge.check.check_target` runs it: CPU seconds (``track_cpu_seconds``),
+:func:`kvsched.checks.judge.target.check_target` runs it: CPU seconds (``track_cpu_seconds``),
 and, in the same run, the same over the CPU time of its fixed workloads alone, each run through
 the engine once unjudged (``track_over_fixed_runs``), which cancels most of what the machine and
 its load do to the seconds. The hosted process ``kvsched check`` adds (the sandbox, the calls
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.targets.load import load_target
 from kvsched.reference import run
 from kvsched.reference.families import check_workloads

@@ -269,8 +269,8 @@ def kvsched_check() -> Any:
 
     For projects that prefer their own assertions: ``assert kvsched_check(TARGET).ok``.
     """
-    from kvsched.checks.judge.check import CheckOptions
     from kvsched.checks.judge.hosted import check_hosted
+    from kvsched.checks.judge.target import CheckOptions
     from kvsched.checks.targets.confinement import Confinement
 
     def check(target: str, **options: Any) -> Any:

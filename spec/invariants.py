@@ -122,8 +122,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "other's state, a request without one has none to decode from, and a free count that "
         "drifts admits into slots that are not there or leaves free ones unused.",
         ("declared",),
-        "checks/monitor/slots.py state_slots_after_the_schedule; the reference takes and gives "
-        "back slots in reference/engine_scheduler/scheduler.py",
+        "checks/monitor/state_slots.py state_slots_after_the_schedule; the reference takes and "
+        "gives back slots in reference/engine_scheduler/scheduler.py",
     ),
     Invariant(
         "SLOT-2",
@@ -133,8 +133,8 @@ CATALOGUE: tuple[Invariant, ...] = (
         "slots on abort (#12693) and on an admission whose page allocation failed after the "
         "slot was taken (#16067), until no request could be admitted.",
         ("declared",),
-        "checks/monitor/slots.py state_slots_after_the_update; the reference gives a slot back "
-        "in reference/engine_scheduler/scheduler.py",
+        "checks/monitor/state_slots.py state_slots_after_the_update; the reference gives a slot "
+        "back in reference/engine_scheduler/scheduler.py",
     ),
     Invariant(
         "DEC-1",

@@ -13,7 +13,7 @@ Each verdict is built once, from everything its check collected (findings, cover
 allocator's calls, the proofs): nothing amends it afterwards.
 """
 
-from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.judge.hosted import check_hosted
+from kvsched.checks.judge.target import CheckOptions, check_target
 
 __all__ = ["CheckOptions", "check_hosted", "check_target"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from kvsched.checks.judge.check import CheckOptions, check_target, hosted_in, hosted_notes
 from kvsched.checks.judge.door import Door
+from kvsched.checks.judge.target import CheckOptions, check_target, hosted_in, hosted_notes
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.process import BudgetSpent, HostFailure

@@ -35,7 +35,7 @@ from kvsched.checks.monitor import checklist_update as _checklist_update  # noqa
 from kvsched.checks.monitor import fenced as _fenced  # noqa: F401
 from kvsched.checks.monitor import futile as _futile  # noqa: F401
 from kvsched.checks.monitor import infeasible as _infeasible  # noqa: F401
-from kvsched.checks.monitor import slots as _slots  # noqa: F401
+from kvsched.checks.monitor import state_slots as _state_slots  # noqa: F401
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.excuses import Excused
 from kvsched.checks.monitor.findings import Finding, most_specific

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kvsched.checks.judge.check import CheckOptions, check_target
 from kvsched.checks.judge.hosted import check_hosted
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.targets.confinement import Confinement
 from kvsched.checks.targets.load import load_target
 from kvsched.checks.verdict.report import Report

@@ -4,7 +4,7 @@
 mutation score: mutants caught *with the right invariant id* over all mutants. Scheduler mutants
 live in :mod:`.paging`, :mod:`.batching`, :mod:`.hostile`, :mod:`.sized` (bugs only a crowd shows),
 :mod:`.stalls` (engine bugs that stall without breaking a page or a token), :mod:`.corners` and
-:mod:`.reuse` (engine bugs only the search's corners show) and :mod:`.slots` (a state slot pool's
+:mod:`.reuse` (engine bugs only the search's corners show) and :mod:`.hybrid` (a state slot pool's
 bugs); learner mutants are the ``buggy_*.py`` solutions of ``learner/`` (shipped as package data
 and written to a working directory, so that they are checked as the files a learner would pass);
 and the engine bugs a scheduler cannot commit (admitting a request before it arrives, a token from
@@ -18,12 +18,12 @@ from kvsched.checks.mutants import (
     corners,
     engine,
     hostile,
+    hybrid,
     inflight,
     logs,
     paging,
     reuse,
     sized,
-    slots,
     stalls,
 )
 from kvsched.checks.mutants.mutant import Mutant, learner_file
@@ -54,6 +54,6 @@ ZOO: tuple[Mutant, ...] = (
     *corners.MUTANTS,
     *reuse.MUTANTS,
     *inflight.MUTANTS,
-    *slots.MUTANTS,
+    *hybrid.MUTANTS,
 )
 """Every mutant, each module's beside its bugs."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvsched import cli
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.targets.load import load_target
 from kvsched.checks.verdict.render import render_table
 from kvsched.spec.vocabulary import ExitCode

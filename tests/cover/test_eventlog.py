@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 from engines import nano_like, vllm_like
-from engines.record import NANO, SCENARIOS, VLLM, VLLM_PREFIXES
+from engines.recorded_logs import NANO, SCENARIOS, VLLM, VLLM_PREFIXES
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
@@ -216,7 +216,7 @@ def test_unreadable_and_non_json_logs_are_invalid_input(tmp_path: Path) -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_recorded_logs_are_current_and_keep_their_verdict(scenario: Any) -> None:
     assert scenario.path.read_text().splitlines() == list(scenario.lines()), (
-        "stale log: regenerate with PYTHONPATH=tests python -m engines.record"
+        "stale log: regenerate with PYTHONPATH=tests python -m engines.recorded_logs"
     )
     finding = check_log(scenario.path)
     assert (finding.invariant if finding else None) == scenario.expected

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engines.record import SCENARIOS
+from engines.recorded_logs import SCENARIOS
 from test_eventlog_v2 import FIRST, LAZY, SECOND, W, assert_rejected, header, iteration, write
 
 from kvsched.checks.eventlog.jsonl import read_run

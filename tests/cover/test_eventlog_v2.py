@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engines.record import SCENARIOS
+from engines.recorded_logs import SCENARIOS
 
 from kvsched.checks.eventlog.header import parse_header
 from kvsched.checks.eventlog.jsonl import EventLogError, check_log, read_run

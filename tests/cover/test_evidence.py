@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kvsched.checks.judge import trial as trial_module
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.monitor.coverage import reached
 from kvsched.checks.search.explore import SearchResult, search
 from kvsched.checks.targets.load import SchedulerTarget, TargetError, target_kind

@@ -19,7 +19,7 @@ from kvsched.checks.judge.allocator import (
     VALUE_CASES,
     check_allocator,
 )
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.monitor.runtime import monitor_run
 from kvsched.checks.search.strategies import workloads
 from kvsched.checks.targets.deadline import Deadline

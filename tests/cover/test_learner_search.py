@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis.internal.observability import with_observability_callback
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.mutants.engine import V1
 from kvsched.checks.search import explore
 from kvsched.checks.search.explore import search

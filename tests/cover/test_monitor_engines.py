@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from engines import nano_like, orca_like, vllm_like
 from engines.blocks import make_event
-from engines.record import SCENARIOS, VLLM, VLLM_PREFIXES
+from engines.recorded_logs import SCENARIOS, VLLM, VLLM_PREFIXES
 from relowered import relowered
 
 from kvsched.checks.monitor.runtime import monitor_run

@@ -1,6 +1,6 @@
 """vidur's Sarathi preempts a request, admits it again and finishes it in one iteration, for real.
 
-The engine of tests/engines/vidur_like.py does it on the workload of tests/engines/record.py
+The engine of tests/engines/vidur_like.py does it on the workload of tests/engines/recorded_logs.py
 (found by a random search over small workloads, then cut down to one request): it schedules a
 running request only while a page is free, as vidur does, so a request holding the whole pool
 restarts itself and gets its pages straight back. The recorded version-2 log and the same class
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engines.record import SARATHI, SCENARIOS, Scenario
+from engines.recorded_logs import SARATHI, SCENARIOS, Scenario
 from engines.vidur_like import VidurSarathi
 from hypothesis import find, settings
 

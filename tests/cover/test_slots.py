@@ -1,6 +1,6 @@
 """SLOT-1 and SLOT-2, per-request state slots beside the pages (spec/semantics.md 4.2, 8.4): each
 rule fires on a run with one slot report broken and names the holder and the slot; the correct
-design with a pool of two slots is clean, and the mutants of checks/mutants/slots.py are caught
+design with a pool of two slots is clean, and the mutants of checks/mutants/hybrid.py are caught
 with their own ids on small workloads; without the declaration neither rule applies."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.writer import v2_lines
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import watch_run
-from kvsched.checks.mutants.slots import (
+from kvsched.checks.mutants.hybrid import (
     AbortsOddPrompts,
     FreesSlotTwice,
     HybridV1,

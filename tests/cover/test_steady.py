@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engines.record import SCENARIOS
+from engines.recorded_logs import SCENARIOS
 
 from kvsched.checks.eventlog.jsonl import EventLogError, read_run
 from kvsched.checks.eventlog.log_check import LogCheck, check_stream

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvsched import cli
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.search.profiles import hypothesis_home
 from kvsched.checks.targets.load import load_target
 from kvsched.reference.families import generate, workload_from_spec

@@ -19,7 +19,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.observability import with_observability_callback
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.search.corners import LONG_CONTEXT_PAGES
 from kvsched.checks.search.explore import search
 from kvsched.checks.search.strategies import AXES, FAR_SHARE, far_workloads, search_workloads

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.targets.load import SchedulerTarget
 from kvsched.reference import ContinuousScheduler
 from kvsched.reference.families import LONG_CONTEXTS, check_workloads, long_contexts

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.search.runs import PROFILE_RUNS
 from kvsched.checks.targets.load import SchedulerTarget
 from kvsched.reference import ContinuousScheduler

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kvsched.checks.judge import trial as trial_module
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.judge.trial import Trial
 from kvsched.checks.monitor.findings import Finding
 from kvsched.checks.monitor.runtime import Monitor

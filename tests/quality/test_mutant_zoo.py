@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kvsched.checks.eventlog.jsonl import check_log
-from kvsched.checks.judge.check import CheckOptions, check_target
+from kvsched.checks.judge.target import CheckOptions, check_target
 from kvsched.checks.mutants import corners, reuse, slots
 from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
 from kvsched.checks.mutants.run import check_mutant, reported_ids

@@ -21,7 +21,7 @@ from typing import Any
 import z3
 
 from kvsched.checks.proofs.engine.claims import safety_claims
-from kvsched.checks.proofs.engine.slots import EMPTY, Slots
+from kvsched.checks.proofs.engine.index_lists import EMPTY, Slots
 from kvsched.checks.proofs.engine.step import Binder, EngineIteration, transition
 from kvsched.checks.proofs.engine.system import (
     ABSENT,

@@ -19,7 +19,7 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.engine.slots import Slots
+from kvsched.checks.proofs.engine.index_lists import Slots
 from kvsched.checks.proofs.engine.system import (
     FINISHED,
     NEVER,

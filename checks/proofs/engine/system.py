@@ -15,7 +15,7 @@ from typing import Any
 
 import z3
 
-from kvsched.checks.proofs.engine.slots import EMPTY, Slots
+from kvsched.checks.proofs.engine.index_lists import EMPTY, Slots
 from kvsched.checks.proofs.page_lemmas import ceil_pages
 from kvsched.spec.vocabulary import Batching, RequestStatus
 

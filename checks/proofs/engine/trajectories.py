@@ -18,7 +18,7 @@ import z3
 
 from kvsched.checks.monitor import monitor_run
 from kvsched.checks.proofs.engine.design_scope import engine_scope
-from kvsched.checks.proofs.engine.slots import Slots
+from kvsched.checks.proofs.engine.index_lists import Slots
 from kvsched.checks.proofs.engine.step import transition
 from kvsched.checks.proofs.engine.system import EngineState, EngineSystem, initial_state
 from kvsched.reference.engine import run

@@ -1,6 +1,6 @@
 """The recorded logs in tests/logs/: which engine, workload and bug made each, and its verdict.
 
-Regenerate them with ``PYTHONPATH=tests python -m engines.record`` from the repository root;
+Regenerate them with ``PYTHONPATH=tests python -m engines.recorded_logs`` from the repository root;
 tests/cover/test_eventlog.py checks that the files still equal what the engines write, and that each
 checks clean or is flagged with its expected invariant id.
 """
