@@ -19,6 +19,8 @@ bound is too, and a target that preempts and re-admits forever cannot keep the r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Workload
@@ -35,29 +37,24 @@ class RunBound:
         self.value = max((r.arrival for r in requests), default=0) + sum(
             r.output_tokens + self.chunks(r.prompt_tokens) for r in requests
         )
-        self._records = Records(self.properties, workload.limits.page_size)
         self.fenced = False
         """Under asynchronous scheduling: whether the last event's update gave pages back."""
-        for request in requests:
-            self._records.declare(request)
 
     def chunks(self, tokens: int) -> int:
         """Iterations a chunked prefill of ``tokens`` may take beyond the lesson's: the
         declaration's rule, as the monitor's bound counts it."""
         return self.properties.prefill_iterations(tokens)
 
-    def observe(self, event: IterationEvent) -> None:
-        """Grow the bound by the recompute each of ``event``'s preemptions makes necessary."""
+    def observe(
+        self, event: IterationEvent, records: Records, restarted: Mapping[str, tuple[int, int]]
+    ) -> None:
+        """Grow the bound by the recompute each of ``event``'s preemptions makes necessary.
+        ``records``: the run's, moved by ``event``'s schedule and tokens, its finishes not yet;
+        ``restarted``: what each of its preemptions lost and moved (:meth:`Records.preempt`)."""
         if event.computed is None:
             return
-        records = self._records
-        records.begin()
-        recompute = {rid: records.preempt(rid) for rid in event.preempted}
-        for rid in event.admitted:
-            records.admit(rid)
-        records.count(event.computed, event.cached, event.decoded)
         earned = False
-        for rid, (lost, moved) in recompute.items():
+        for rid, (lost, moved) in restarted.items():
             if not records.preempted_again(rid):
                 self.value += self.chunks(lost) + moved
                 earned = True
@@ -78,5 +75,3 @@ class RunBound:
                 self.fenced = any(
                     page not in held for pages in event.freed.values() for page in pages
                 )
-        for rid in event.finished:
-            records.finish(rid)

@@ -21,7 +21,7 @@ from kvsched.spec.protocol import ModelOutput, ScheduledBatch, SchedulerFactory,
 from kvsched.spec.workload import Limits, Request, Workload, arrival_order
 
 from .bound import RunBound
-from .restarts import Restarts
+from .record import Records
 from .tracebacks import describe_failure
 from .version2 import malformed_slots, malformed_version_2
 from .waiting import WaitingQueue
@@ -88,7 +88,7 @@ def run(
         events.append(outcome)
         finished_ever.update(outcome.finished)
         if allowance is not None:  # before the loop's test: this iteration may earn the next
-            allowance.observe(outcome)
+            allowance.observe(outcome, driver.records, driver.restarted)
             bound = max(bound, allowance.value)
     drained = len(finished_ever) == len(workload.requests)
     return Run(workload, policy, tuple(events), drained=drained)
@@ -145,13 +145,23 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
-        # A fold restart makes a request owe more tokens.
-        self.restarts = Restarts(declared, limits.page_size)
+        self.records = Records(declared, limits.page_size)
+        """The run's records, moved once an iteration by the batch the scheduler returned: a
+        fold restart makes a request owe more tokens (spec/eventlog.md 4.3.1), and the run's
+        bound grows by what each preemption lost (:class:`.bound.RunBound`)."""
+        self.restarted: dict[str, tuple[int, int]] = {}
+        """The latest iteration's preemptions: the KV tokens each lost and the prompt tokens its
+        restart moved to its output (:meth:`Records.preempt`)."""
+        self.finishing: Sequence[str] = ()  # finished in the latest iteration, records still live
 
     def step(self, iteration: int, arrivals: Sequence[Request]) -> IterationEvent | SchedulerFault:
         """Hand over ``arrivals`` (in admission order), then run iteration ``iteration``."""
         if self.fault is not None:
             return self.fault
+        records = self.records
+        for request_id in self.finishing:  # a reader of the last event (the bound) is done
+            records.finish(request_id)
+        self.finishing = ()
         arrived: list[str] = []
         for request in arrivals:
             fault = _call(self.scheduler, "add_request", iteration, request)
@@ -160,6 +170,7 @@ class SchedulerDriver:
             arrived.append(request.id)
             self.waiting.arrive(request.id)
             self.owed[request.id] = request.output_tokens
+            records.declare(request)
 
         batch = _call(self.scheduler, "schedule", iteration)
         problem = (
@@ -193,7 +204,7 @@ class SchedulerDriver:
 
         # 3.4 Decode: the model produces one token per decode entry.
         tokens = dict(Counter(batch.decode))
-        self.restarts.follow(arrivals, batch, self.owed)
+        self._follow(batch)
         for rid, count in tokens.items():
             self.owed[rid] = self.owed.get(rid, count + 1) - count  # unknown: not stopped
         output = ModelOutput(tokens, tuple(rid for rid in tokens if self.owed[rid] <= 0))
@@ -224,11 +235,26 @@ class SchedulerDriver:
             free_slots=outcome.free_slots,
         )
         # 3.5 Completion: finished requests leave the batch; their pages are already released.
+        self.finishing = event.finished
         self.tables = event.tables_after()
         for request_id in outcome.finished:
             if request_id in self.members:
                 self.members.remove(request_id)
         return event
+
+    def _follow(self, batch: ScheduledBatch) -> None:
+        """The records moved by the iteration's schedule, as the model runner sees it: what
+        each preemption's restart moves to the output is owed as more output tokens (under
+        recompute nothing moves; the rule is :meth:`TargetProperties.moved_on_restart`)."""
+        records, owed = self.records, self.owed
+        records.begin()
+        self.restarted = restarted = {rid: records.preempt(rid) for rid in batch.preempted}
+        for rid, (_, moved) in restarted.items():
+            if moved and rid in owed:
+                owed[rid] += moved
+        for rid in batch.admitted:
+            records.admit(rid)
+        records.count(batch.computed or {}, batch.cached, batch.decode)
 
     def _waiting(self, batch: ScheduledBatch) -> Sequence[str]:
         """The queue as the target reports it, else arrival order, preempted ones first."""

@@ -6,8 +6,8 @@ table, its output so far, the KV its pages hold, the most KV it ever held, the p
 fold restart moved to its output, and where LIVE-3 last saw it preempted. :class:`Records` holds
 a run's records and moves them by the spec's rules, the same for whoever follows the run: the
 monitor's request and page ledgers (which judge each event before it is counted), the
-efficiency meter, the run's bound and the event-log checker's fast path. Each reads the same
-record, so no count has a second copy to keep in step.
+efficiency meter, the event-log checker's fast path, and the engine loop, whose restarts and
+bound read its own. Each reads the same record, so no count has a second copy to keep in step.
 
 Two run-wide counts are made of the records, by one rule (spec/semantics.md, section 8): the
 progress LIVE-3 measures, every output token produced plus every token of KV beyond the most a
