@@ -179,7 +179,9 @@ class SchedulerDriver:
         if problem:
             return self._stop(_fault(problem, iteration, "schedule"))
         self.checked = dict(batch.page_tables)
-        for request_id in reversed(batch.preempted):  # each preempted one to the queue's head
+        # Each preempted one to the queue's head, in turn: several end up latest first, as
+        # vLLM's and nano-vllm's appendleft leave them (spec/eventlog.md 4.3).
+        for request_id in batch.preempted:
             if request_id in self.members:
                 self.members.remove(request_id)
             self.requeued.insert(0, request_id)

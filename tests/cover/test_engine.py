@@ -142,3 +142,36 @@ def test_a_failing_constructor_is_a_fault() -> None:
 
     result = run(WORKLOAD, factory)
     assert result.fault is not None and result.fault.call == "__init__"
+
+
+# Two requests preempted in one iteration (q, then p) of the engine model under a tight pool.
+TWO_VICTIMS = Workload(
+    "two-victims",
+    Limits(batch_limit=20, page_size=8, pool_pages=64),
+    tuple(
+        Request(rid, arrival, prompt, 8)
+        for rid, arrival, prompt in (
+            *(("a", 32, 16), ("b", 32, 8), ("c", 32, 18), ("d", 32, 36)),
+            *(("e", 36, 8), ("f", 36, 21), ("g", 36, 24), ("h", 36, 30)),
+            *(("i", 36, 8), ("j", 36, 16), ("k", 36, 24), ("l", 38, 24)),
+            *(("m", 38, 0), ("n", 38, 75), ("o", 38, 17), ("p", 38, 60)),
+            *(("q", 38, 9), ("r", 38, 24)),
+        )
+    ),
+)
+
+
+def test_the_queue_a_target_does_not_report_is_the_one_it_keeps() -> None:
+    """The engine loop's own queue, for a target that reports none, is the target's queue at
+    every iteration: several preempted at once end up latest first (spec/eventlog.md 4.3)."""
+    from dataclasses import replace
+
+    from kvsched.reference.engine_scheduler import VLLMV1Scheduler
+
+    class Unreported(VLLMV1Scheduler):
+        def schedule(self) -> ScheduledBatch:
+            return replace(super().schedule(), waiting=None)
+
+    reported, unreported = run(TWO_VICTIMS, VLLMV1Scheduler), run(TWO_VICTIMS, Unreported)
+    assert any(len(event.preempted) > 1 for event in reported.events)
+    assert [e.waiting for e in unreported.events] == [e.waiting for e in reported.events]
