@@ -269,6 +269,7 @@ def _decision(
             "state['finished'] lost or reordered requests that had finished earlier; append "
             "newly finished requests at its end and leave the rest as they were"
         )
+    changed = _changed_since_finishing(before["finished"][kept:], old_finished)
     newly_finished = after["finished"][len(before["finished"]) :]
     for record in newly_finished:
         if not record["pages"] and record.get("prompt_tokens", 0) + record["generated"] > 0:
@@ -299,7 +300,7 @@ def _decision(
     batch = [now[rid] for rid in was_running if rid in now] + [now[rid] for rid in admitted]
 
     decode: list[str] = []
-    for record in batch + after["waiting"]:
+    for record in batch + after["waiting"] + changed:
         grown = record["generated"] - generated_before.get(record["id"], 0)
         if grown < 0:
             raise LearnerStateError(
@@ -322,6 +323,34 @@ def _decision(
         free_pages=len(after["free_pages"]),
     )
     return ScheduledBatch(tuple(admitted), tuple(decode), page_tables), outcome
+
+
+def _changed_since_finishing(was: list[Any], now: list[Any]) -> list[Any]:
+    """The requests of ``now`` (the same ids as ``was``: requests that had finished before this
+    iteration) whose ``generated`` changed, to be read as tokens produced (DEC-2 judges a token
+    for a finished request, PROTO-1 a count that went down); any other field of the contract
+    changed is a state kvsched cannot read (spec/learner.md, 2.2: leave a finished request as it
+    was). Fields a learner added of its own are not read."""
+    if now == was:  # compared in C: a learner's check reads every finished request each step
+        return []
+    changed = []
+    for before, after in zip(was, now, strict=True):
+        if after == before:
+            continue
+        for field in _CONTRACT:
+            if field != "generated" and after.get(field) != before.get(field):
+                raise LearnerStateError(
+                    f"request '{before['id']}' had finished, yet its {field!r} changed from "
+                    f"{before.get(field)!r} to {after.get(field)!r}; leave a finished request "
+                    "as it was (spec/learner.md, 2.2)"
+                )
+        if after["generated"] != before["generated"]:
+            changed.append(after)
+    return changed
+
+
+_CONTRACT = tuple(waiting_record(Request("", 0, 0, 0)))
+"""The fields of a request's record the contract defines (spec/learner.md, 2.1)."""
 
 
 def likely_cause(state: Any, page_size: int, pool_pages: int) -> str:

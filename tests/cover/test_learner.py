@@ -114,6 +114,37 @@ def test_clearing_a_finished_requests_pages_is_explained() -> None:
     assert "leave a finished request's pages as they were" in finding.message
 
 
+@pytest.mark.parametrize(
+    ("change", "invariant", "words"),
+    [
+        (lambda r: r.update(generated=r["generated"] + 1), "DEC-2", "but is finished"),
+        (lambda r: r.update(generated=r["generated"] - 1), "PROTO-1", "'generated' went down"),
+        (lambda r: r["pages"].append(0), "PROTO-1", "had finished, yet its 'pages' changed"),
+        (lambda r: r.update(output_tokens=9), "PROTO-1", "its 'output_tokens' changed"),
+        (lambda r: r.update(mine=True), None, ""),  # a field of the learner's own: not read
+    ],
+)
+def test_a_request_that_finished_earlier_is_read_too(
+    change: Any, invariant: str | None, words: str
+) -> None:
+    def changes(state: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
+        earlier = [request["id"] for request in state["finished"]]
+        state = CORRECT.schedule_iteration(state, limits, policy)
+        for request in state["finished"]:
+            if request["id"] in earlier:
+                change(request)
+        return state
+
+    workload = Workload(
+        "one-then-another",
+        Limits(batch_limit=2, page_size=4, pool_pages=8),
+        (Request("a", 0, 3, 1), Request("b", 0, 3, 4)),
+    )
+    finding = monitor_run(run(workload, learner_factory(changes, "continuous")))
+    assert (finding and finding.invariant) == invariant
+    assert words in (finding.message if finding else "")
+
+
 def test_two_generated_tokens_in_one_call_are_two_tokens_dec_1() -> None:
     def double(state: dict[str, Any], limits: dict[str, int], policy: str) -> Any:
         state = CORRECT.schedule_iteration(state, limits, policy)
