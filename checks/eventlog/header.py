@@ -91,6 +91,15 @@ def parse_header(line: bytes, path: Path) -> LogHeader:
                 f"{where}: field 'target': reserved page {page} lies outside the pool of "
                 f"{workload.limits.pool_pages} pages"
             )
+    usable = properties.usable_pages(workload.limits)
+    if properties.watermark_pages >= usable:
+        # It would excuse every idle iteration (BATCH-3, LIVE-2) while the log admits requests.
+        raise EventLogError(
+            f"{where}: field 'target.watermark_pages': {properties.watermark_pages} pages kept "
+            f"free when admitting, of the {usable} the pool can hand out: an engine that keeps "
+            "them admits nothing; a watermark is a small share of the pool (vLLM's "
+            "int(watermark * num_blocks), 1% by default)"
+        )
     return LogHeader(version, workload, properties, pages, requests)
 
 

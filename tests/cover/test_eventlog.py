@@ -169,6 +169,38 @@ def test_schema_and_reader_reject_the_same_lines(
     assert field in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("declared", "field"),
+    [
+        ({"reserved_pages": [10**6]}, "reserved page 1000000 lies outside the pool"),
+        ({"watermark_pages": 10**20}, "'target.watermark_pages'"),
+        ({"reserved_pages": [0], "watermark_pages": "usable"}, "'target.watermark_pages'"),
+    ],
+)
+def test_declarations_the_pool_cannot_hold_are_invalid(
+    declared: dict[str, Any], field: str, tmp_path: Path
+) -> None:
+    """Valid by the schema, which knows no pool: a reserved page past it, or a watermark of every
+    page the pool hands out, which would excuse every idle iteration (BATCH-3, LIVE-2)."""
+    lines = lines_of("continuous")
+    usable = lines[0]["workload"]["limits"]["pool_pages"] - len(declared.get("reserved_pages", ()))
+    target = {**lines[0]["target"], **declared}
+    if target.get("watermark_pages") == "usable":
+        target["watermark_pages"] = usable
+    lines[0] = {**lines[0], "target": target}
+    assert validator().is_valid(lines[0])
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(EventLogError, match=r"bad\.jsonl: line 1") as error:
+        read_run(path)
+    assert field in str(error.value)
+    if "watermark_pages" not in declared:
+        return
+    lines[0]["target"]["watermark_pages"] = usable - 1  # a large watermark, but one that fits
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    read_run(path)
+
+
 def test_schema_and_reader_accept_the_same_variants(tmp_path: Path) -> None:
     lines = lines_of("vllm")
     lines[0]["target"] = {"policy": "continuous", "token_budget": None, "prefix_sharing": False}
