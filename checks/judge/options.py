@@ -68,8 +68,14 @@ def timed(options: CheckOptions, started: float) -> CheckOptions:
     return replace(options, seed=seed, budget=budget, until=started + 0.75 * budget)
 
 
-def replay_note(options: CheckOptions) -> str:
-    """How to rerun exactly what ran: the profile, the seed, and that no database is used."""
+def replay_note(options: CheckOptions, drew: bool = True) -> str:
+    """How to rerun exactly what ran: the profile, the seed, and that no database is used;
+    ``drew``: whether Hypothesis drew anything (a scheduler's check under --no-hypothesis
+    runs the fixed workloads alone, the same on every run)."""
+    if not drew:
+        return (
+            "Hypothesis: not run (--no-hypothesis); the fixed workloads are the same on every run."
+        )
     drawn = (
         f"seed {options.seed} (--profile {options.profile} --seed {options.seed} replays it)"
         if options.seed is not None

@@ -136,7 +136,8 @@ def check_target(
             proofs=proofs,
         )  # fmt: skip
         seconds = time.monotonic() - started
-        notes, sandbox = (replay_note(options), *hosted_notes(host)), hosted_in(host)
+        notes = (replay_note(options, drew=options.hypothesis), *hosted_notes(host))
+        sandbox = hosted_in(host)
         return Report(
             target.spec,
             (verdict,),

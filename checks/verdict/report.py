@@ -140,7 +140,7 @@ class Verdict:
         judged no iteration at all, whatever stopped them."""
         if self.failed or self.evidence.coverage.iterations:
             return self.inconclusive
-        return (*self.inconclusive, "no iteration was judged: nothing ran")
+        return (*self.inconclusive, "no iteration was judged: no run got as far as its judgement")
 
     @property
     def failed(self) -> bool:

@@ -76,3 +76,17 @@ def test_the_report_states_the_seed_the_database_and_the_profiles_budget(
 def test_budget_overrides_the_profiles(capsys: pytest.CaptureFixture[str]) -> None:
     notes = " ".join(_report(capsys, "--budget", "900")["notes"])
     assert "time budget 900 s" in notes and "900 s for the whole check" in notes
+
+
+def test_a_schedulers_check_without_hypothesis_says_it_drew_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "good.py").write_text(
+        "from kvsched.reference import ContinuousScheduler\n\n"
+        "class Good(ContinuousScheduler):\n    pass\n",
+        encoding="utf-8",
+    )
+    argv = ["check", f"{tmp_path / 'good.py'}:Good", "--no-hypothesis", "--json"]
+    assert main([*argv, "--z3-requests", "0", "--budget", "60"]) == 0
+    notes = " ".join(json.loads(capsys.readouterr().out)["notes"])
+    assert "Hypothesis: not run (--no-hypothesis)" in notes and "seed" not in notes
