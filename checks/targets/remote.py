@@ -141,6 +141,13 @@ class RemoteTarget:
             # The functions the source defines; where it cannot be read, both are asked for and
             # each call shows whether it is there.
             defined = defined_functions(self.spec)
+            if defined == ():  # as a module that binds neither is refused in this process
+                raise TargetError(
+                    f"{self.spec} defines neither allocate_kv_pages nor schedule_iteration, the "
+                    "functions of the learner's exercise (spec/learner.md), at its top level: "
+                    "kvsched reads them off the source (a def, an assignment or an import), "
+                    "not from what running it made"
+                )
             names = LEARNER_FUNCTIONS if defined is None else defined
             functions = {name: RemoteFunction(self, name) for name in names}
             solution = LearnerSolution(

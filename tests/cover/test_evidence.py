@@ -64,6 +64,26 @@ def test_a_learners_functions_are_read_off_its_source(
     assert defined_functions(str(path)) == found
 
 
+def test_a_learner_whose_source_binds_neither_function_is_refused_hosted_too(
+    tmp_path: Path,
+) -> None:
+    """Its functions made by running code (``exec``) are not read off the source: as a module
+    binding neither is refused in this process, so is it in a host (exit 2, not a check of
+    nothing)."""
+    from kvsched.checks.targets.confinement import Confinement
+    from kvsched.checks.targets.load import TargetError
+    from kvsched.checks.targets.remote import RemoteTarget
+
+    path = tmp_path / "made.py"
+    path.write_text('exec("def schedule_iteration(s, l, p):\\n    return s")\n')
+    remote = RemoteTarget(str(path), Confinement(sandbox="none"), "learner")
+    try:
+        with pytest.raises(TargetError, match="defines neither"):
+            remote.load()
+    finally:
+        remote.close()
+
+
 def test_a_dotted_learner_module_is_read_without_importing_its_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
