@@ -51,6 +51,7 @@ COMPILED = (
     "checks/monitor/requests.py",
     "checks/monitor/runtime.py",
     "checks/monitor/schedule.py",
+    "checks/monitor/steady_line.py",
     "checks/monitor/steady_request.py",
     "checks/monitor/tokens.py",
     "reference/efficiency.py",

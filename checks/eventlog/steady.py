@@ -35,10 +35,10 @@ from kvsched.checks.monitor.registry import (
     AllocationCheck,
     FreesPredicate,
     LinePredicate,
-    SteadyLine,
     iteration_plan,
 )
 from kvsched.checks.monitor.runtime import Monitor
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.reference.efficiency import Meter
 from kvsched.spec.events import IterationEvent
 

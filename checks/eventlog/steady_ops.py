@@ -97,6 +97,7 @@ def sort_ops(
     )
     given_all: list[int] = []
     shares_all: list[int] = []
+    freed_all: list[int] = []
     phase = 0
     for op in line.ops:
         kind = type(op)
@@ -156,18 +157,24 @@ def sort_ops(
             if not phase or isinstance(given, int) or rid not in finishes:
                 return None
             phase = 2
+            freed_all += given
             frees[rid] = frees.get(rid, ()) + given
         else:
             return None
     if cached and not computes.keys() >= cached.keys():  # views made only for a cache hit
         return None
     # Every page allocated is in the pool, usable and allocated once; a page shared is in the
-    # pool, usable, not also fresh, and in its taker's table once.
+    # pool, usable, not also fresh, and in its taker's table once; a page freed is in the pool
+    # (the fast path counts holders by page id, steady_pages.py).
+    pool = pages.pool_pages
+    for page in freed_all:
+        if not 0 <= page < pool:
+            return None
     fresh = ops.fresh = set(given_all)
     if given_all or shares_all:
         if len(fresh) != len(given_all):
             return None
-        reserved, pool = pages.reserved, pages.pool_pages
+        reserved = pages.reserved
         if not reserved.isdisjoint(fresh):
             return None
         for page in given_all:  # a line allocates a few: a compiled loop beats min and max

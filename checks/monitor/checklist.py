@@ -18,10 +18,10 @@ from kvsched.checks.monitor.registry import (
     FOREVER,
     Monitor,
     Steady,
-    SteadyLine,
     per_iteration,
 )
 from kvsched.checks.monitor.schedule import check_schedule
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.checks.monitor.tokens import check_tokens
 from kvsched.spec.events import IterationEvent

@@ -13,11 +13,11 @@ from kvsched.checks.monitor.registry import (
     Monitor,
     RunEnd,
     Steady,
-    SteadyLine,
     Tables,
     at_end,
     per_iteration,
 )
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.spec.events import IterationEvent
 

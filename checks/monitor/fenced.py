@@ -37,7 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.registry import Monitor, Steady, SteadyLine, Tables, per_iteration
+from kvsched.checks.monitor.registry import Monitor, Steady, Tables, per_iteration
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.spec.events import IterationEvent
 
 

@@ -20,7 +20,8 @@ may abort it from the batch later, and LIVE-1 bounds the run.
 from __future__ import annotations
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.checks.monitor.registry import Monitor, Steady, SteadyLine, per_iteration
+from kvsched.checks.monitor.registry import Monitor, Steady, per_iteration
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.vocabulary import NOT_ARRIVED
 from kvsched.spec.workload import peak_pages

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from kvsched.checks.monitor.batch import BatchRules
 from kvsched.checks.monitor.findings import Finding
@@ -40,6 +40,7 @@ from kvsched.checks.monitor.order import OrderRules
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.prefix import PrefixContent
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.checks.monitor.steady_request import SteadyRequest
 from kvsched.reference.engine import SchedulerFault
 from kvsched.spec.events import IterationEvent
@@ -81,42 +82,6 @@ class RunEnd:
 
 
 Subject = TypeVar("Subject", IterationEvent, RunEnd)
-
-
-class SteadyLine(NamedTuple):
-    """A line the fast path would take in without its event, as the checks' predicates read it:
-    its schedule only admits waiting requests and allocates fresh pages, its step decodes and
-    computes prompts or chunks of them, its update finishes requests and frees their tables. A
-    tuple: one is made for every line the fast path reads."""
-
-    iteration: int
-    admitted: tuple[str, ...]
-    """The requests it admits, in order."""
-    batch: int
-    """Requests in the batch after its admissions."""
-    reserve: int
-    """Pages its admissions commit (their reservations)."""
-    queued: bool
-    """Whether a request still waits after its admissions."""
-    free_pages: int
-    """The free count it reports."""
-    held: int
-    """Pages held at its end, by the fast path's count."""
-    reported: int
-    """Requests in the queue it reports (0: none reported)."""
-    waiting: int
-    """Requests waiting after it, by the ledger: arrived, neither in the batch nor finished."""
-    computed: int
-    """Tokens it computes: one per decode, and each prompt or chunk computed."""
-    spent: int
-    """Requests that compute in it."""
-    chunks: int
-    """Requests that compute in it without reaching a token: chunks short of their end."""
-    scheduled: int
-    """Pages held once its schedule is done, before its finished requests give theirs back."""
-    head: str | None
-    """The request the queue serves next after its admissions (fcfs and none: the steady
-    lines' orders), ``None`` if none waits."""
 
 
 Tables = Mapping[str, tuple[int, ...]]

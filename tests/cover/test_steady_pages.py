@@ -4,7 +4,9 @@ lower again the lines it took in (steady_recent.py).
 :class:`DeferredPages` tells the monitor's page ledger who holds which page only when the full
 path takes over. Driven at random beside a ledger kept page by page, it must count the pages
 held and say which pages are free as that ledger does at every step, and leave the ledger equal
-to it once told. The last lines taken in are lowered again from the live tables by undoing
+to it once told; :class:`SharedPages`, where a table may begin with pages others hold, the same,
+and its count of what a line leaves held (``held_after``) must be the ledger's after the line. The
+last lines taken in are lowered again from the live tables by undoing
 them; a line that allocates nothing, or one the reader does not offer the fast path, must still
 leave the full path's verdict.
 """
@@ -19,7 +21,7 @@ from test_steady import assert_same
 from test_steady_lazy import busy_rows
 
 from kvsched.checks.eventlog.log_check import check_stream
-from kvsched.checks.eventlog.steady_pages import DeferredPages
+from kvsched.checks.eventlog.steady_pages import DeferredPages, SharedPages
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.reference.record import Records
 from kvsched.spec.properties import TargetProperties
@@ -28,8 +30,9 @@ from kvsched.spec.workload import Limits, Request
 POOL = 24
 
 
-def ledger(limits: Limits) -> PageLedger:
-    return PageLedger(limits, TargetProperties(), Records(None, limits.page_size))
+def ledger(limits: Limits, sharing: bool = False) -> PageLedger:
+    properties = TargetProperties(prefix_sharing=sharing)
+    return PageLedger(limits, properties, Records(None, limits.page_size))
 
 
 def admit(ledgers: tuple[PageLedger, ...], rid: str) -> None:
@@ -93,6 +96,58 @@ def test_deferred_pages_agree_with_a_ledger_kept_page_by_page() -> None:
             # what is kept to tell follows the live tables, not every request ever seen
             assert deferred.changed <= set(live) | set(deferred.ended), trial
         deferred.tell()
+        assert (told.holders, tables(told)) == (eager.holders, tables(eager)), trial
+
+
+def test_shared_pages_agree_with_a_ledger_kept_page_by_page() -> None:
+    rng = random.Random(20261204)
+    limits = Limits(batch_limit=4, page_size=4, pool_pages=POOL)
+    for trial in range(300):
+        eager, told = ledger(limits, sharing=True), ledger(limits, sharing=True)
+        both = (eager, told)
+        live: dict[str, tuple[int, ...]] = {}
+        shared_pages = SharedPages(told, live)
+        serial = 0
+        for _ in range(rng.randint(1, 60)):
+            step = rng.randrange(4)
+            free = [page for page in range(POOL) if page not in eager.holders]
+            if step == 0 and free:  # admitted: a prefix of pages others hold (or kept), then fresh
+                rid = f"r{serial}"
+                serial += 1
+                admit(both, rid)
+                kept = rng.sample(range(POOL), rng.randint(0, 3))
+                hit = tuple(page for page in kept if page not in free or rng.random() < 0.3)
+                fresh = tuple(
+                    page for page in rng.sample(free, min(len(free), 3)) if page not in hit
+                )[: rng.randint(1, 3)]
+                assert shared_pages.all_free(set(fresh)) == all(
+                    page not in eager.holders for page in fresh
+                ), trial
+                shares = {rid: hit} if hit else {}
+                scheduled, end = shared_pages.held_after(set(fresh), shares, {}, 0)
+                if hit:
+                    assert eager.grow(0, rid, hit, True, (rid,)) is None, trial
+                    shared_pages.share(shares)
+                eager.take_fresh(rid, fresh)
+                live[rid] = hit + fresh
+                shared_pages.take((rid,), fresh)
+                assert scheduled == end == len(eager.holders), trial
+            elif step == 1 and live:  # one finishes, giving back its whole table
+                rid = rng.choice(list(live))
+                given = live.pop(rid)
+                held = shared_pages.held()
+                _, end = shared_pages.held_after(set(), {}, {rid: given}, len(given))
+                finish(both, rid)
+                shared_pages.give_back(rid, given)
+                assert eager.release(0, rid, given, "finished") is None
+                eager.drop(0, rid, "finished")
+                assert end == len(eager.holders) <= held, trial
+            elif step == 2:
+                shared_pages.tell()
+                assert told.holders == eager.holders, trial
+                assert tables(told) == tables(eager), trial
+            assert shared_pages.held() == len(eager.holders), trial
+        shared_pages.tell()
         assert (told.holders, tables(told)) == (eager.holders, tables(eager)), trial
 
 
