@@ -168,3 +168,15 @@ def drop_from_queue(rows: Rows, rng: random.Random) -> Planted | None:
     queue = line.row["waiting"]
     gone = queue.pop(rng.randrange(len(queue)))
     return Planted(line.iteration, f"{gone} dropped from the waiting queue: {queue}")
+
+
+def substitute_in_queue(rows: Rows, rng: random.Random) -> Planted | None:
+    """A request of the waiting queue listed twice, in place of another, which is left out: the
+    queue's size still adds up."""
+    line = pick(rng, [line for line in walk(rows) if len(line.row.get("waiting") or ()) > 1])
+    if line is None:
+        return None
+    queue = line.row["waiting"]
+    gone, twice = rng.sample(range(len(queue)), 2)
+    left_out, queue[gone] = queue[gone], queue[twice]
+    return Planted(line.iteration, f"{left_out} replaced by a second {queue[gone]}: {queue}")

@@ -202,6 +202,7 @@ class SteadyDecode:
             len(computes) - len(ops.tokens),
             scheduled,
             head if head in requests.live else None,  # a reported head that finished waits not
+            waiting,
         )
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):

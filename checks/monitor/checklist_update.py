@@ -5,7 +5,7 @@ same conventions hold).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import (
@@ -230,8 +230,24 @@ def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | Non
     )
 
 
+def _each_once(queue: Mapping[str, None], reported: Sequence[str], leaving: Sequence[str]) -> bool:
+    """Whether ``reported``, as long as ``queue`` less ``leaving``, holds each of those once:
+    all different, all waiting and none leaving (so one listed twice in place of another, or a
+    request that runs in place of one that waits, is not taken for the queue)."""
+    listed = set(reported)
+    return (
+        len(listed) == len(reported)
+        and all(rid in queue for rid in listed)
+        and listed.isdisjoint(leaving)
+    )
+
+
 def _queue_adds_up(monitor: Monitor, line: SteadyLine) -> bool:
-    return not line.reported or line.reported == line.waiting
+    if not line.reported:
+        return True
+    return line.reported == line.waiting and _each_once(
+        monitor.requests.queue, line.queue, line.admitted
+    )
 
 
 @per_iteration("completion", "REQ-2", steady=Steady(line=_queue_adds_up))
@@ -239,10 +255,10 @@ def the_queue_holds_every_waiting_request(
     monitor: Monitor, event: IterationEvent
 ) -> Finding | None:
     """A queue the target reports holds each request that arrived and is neither in the batch
-    nor finished, once (its size is compared; its members only when that differs). An empty
-    one says nothing: a log may leave the field out."""
+    nor finished, once: as many as wait, and every one of them (one listed twice in place of
+    another leaves that one out). An empty one says nothing: a log may leave the field out."""
     reported, queue = event.waiting, monitor.requests.queue
-    if not reported or len(reported) == len(queue):
+    if not reported or (len(reported) == len(queue) and _each_once(queue, reported, ())):
         return None
     n, listed = event.iteration, set(reported)
     lost = [rid for rid in queue if rid not in listed]

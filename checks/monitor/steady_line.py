@@ -24,6 +24,7 @@ class SteadyLine:
         "head",
         "held",
         "iteration",
+        "queue",
         "queued",
         "reported",
         "reserve",
@@ -48,6 +49,7 @@ class SteadyLine:
         chunks: int,
         scheduled: int,
         head: str | None,
+        queue: tuple[str, ...],
     ) -> None:
         self.iteration = iteration
         self.admitted = admitted
@@ -79,3 +81,5 @@ class SteadyLine:
         self.head = head
         """The request the queue serves next after its admissions (fcfs and none: the steady
         lines' orders), ``None`` if none waits."""
+        self.queue = queue
+        """The queue it reports, head first (empty: none reported)."""

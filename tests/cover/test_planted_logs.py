@@ -43,6 +43,7 @@ from planted_order import (
     keep_pages,
     out_of_phase,
     reorder_queue,
+    substitute_in_queue,
     swap_admissions,
 )
 from planted_sources import of_version
@@ -140,6 +141,7 @@ PLANTINGS = (
         missed={1: DROPPED_MISSED, 2: DROPPED_MISSED},
         later=QUEUE_LATER,
     ),
+    Planting("queue", "substituted", substitute_in_queue, _ids("REQ-2")),
 )
 
 
