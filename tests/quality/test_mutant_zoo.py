@@ -14,7 +14,7 @@ import pytest
 
 from kvsched.checks.eventlog.jsonl import check_log
 from kvsched.checks.judge.target import CheckOptions, check_target
-from kvsched.checks.mutants import corners, reuse, slots
+from kvsched.checks.mutants import corners, hybrid, reuse
 from kvsched.checks.mutants.logs import early_arrival_log, partial_prefill_log
 from kvsched.checks.mutants.run import check_mutant, reported_ids
 from kvsched.checks.mutants.zoo import ZOO
@@ -110,7 +110,7 @@ def test_a_corner_bug_comes_with_a_counterexample_a_person_can_read(
     assert len(verdict.counterexample.workload.requests) <= 4, verdict.counterexample.workload
 
 
-TWINS = {**corners.TWINS, **reuse.TWINS, **slots.TWINS}
+TWINS = {**corners.TWINS, **reuse.TWINS, **hybrid.TWINS}
 
 
 @pytest.mark.parametrize("twin", sorted(set(TWINS.values()), key=lambda c: c.__name__))
