@@ -75,7 +75,7 @@ def value_cases(draw: st.DrawFn) -> tuple[int, int | None]:
     return draw(st.integers(max(pages * size - 1, 0), pages * size + 1)), page_size
 
 
-# Built once: a strategy built anew is validated anew on its first draw (strategies.py).
+# Built once: a strategy built anew is validated anew on its first draw (strategies.BUILT).
 _PAGE_SIZES = st.one_of(st.none(), st.integers(1, 64), st.just(0))
 """The default page size, one of 1 to 64, or (0) one of any bit length."""
 _KINDS = st.sampled_from(("small", "any", "near a page"))

@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import cache
 from itertools import pairwise
 
 from hypothesis import event, target
@@ -99,7 +98,6 @@ def shared_prefixes(
 _PREFIX_KINDS = st.sampled_from(("pages", "whole", "any"))
 
 
-@cache  # built once per page size: strategies.py says why
 def boundary_prompts(page_size: int, max_pages: int) -> st.SearchStrategy[int]:
     """Prompt lengths at, one below or one above a multiple of the page size."""
     return st.builds(

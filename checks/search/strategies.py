@@ -49,7 +49,7 @@ search (:mod:`.explore`); they shrink to the fewest pages that still fail.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from itertools import accumulate
 
 from hypothesis import strategies as st
@@ -186,8 +186,14 @@ def request_id(position: int) -> str:
 MAX_PAGE_SIZE = AXES["page_size"].small
 MAX_BATCH_LIMIT = AXES["batch_limit"].small
 
+BUILT = 1024
+"""Strategies kept per builder below, by their parameters: a draw builds its strategies from
+what it drew before (the page size, the features), and a strategy built anew is validated anew
+by Hypothesis on its first draw. The same strategy draws the same values from the same choices,
+so keeping them changes nothing drawn; the bound keeps a long session's memory in check."""
 
-@cache
+
+@lru_cache(maxsize=BUILT)
 def page_sizes(max_page_size: int = MAX_PAGE_SIZE) -> st.SearchStrategy[int]:
     """Token slots per page; 1 (every token its own page) is the shrink target.
 
@@ -197,20 +203,20 @@ def page_sizes(max_page_size: int = MAX_PAGE_SIZE) -> st.SearchStrategy[int]:
     return _small_or_any(1, MAX_PAGE_SIZE, max_page_size)
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def batch_limits(max_batch_limit: int = MAX_BATCH_LIMIT) -> st.SearchStrategy[int]:
     """Decode slots; 1 (one request at a time) is the shrink target."""
     return _small_or_any(1, MAX_BATCH_LIMIT, max_batch_limit)
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def _small_or_any(low: int, small: int, high: int) -> st.SearchStrategy[int]:
     if high <= small:
         return st.integers(low, high)
     return st.one_of(st.integers(low, small), st.integers(low, high))
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
     """Prompt lengths up to ``max_tokens``: empty, exactly filling whole pages, or anything."""
     full_pages = max_tokens // page_size
@@ -223,13 +229,13 @@ def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
     )
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def output_tokens(max_output: int = AXES["output_tokens"].small) -> st.SearchStrategy[int]:
     """Output lengths: one token (done in its admission iteration), or up to ``max_output``."""
     return st.one_of(st.just(1), st.integers(1, max_output))
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def arrival_gaps(max_gap: int = AXES["arrival"].small) -> st.SearchStrategy[int]:
     """Time between consecutive arrivals: 0 (a burst), short, or long enough to drain the engine."""
     short = min(3, max_gap)
@@ -320,7 +326,7 @@ def workloads(
     gaps = BURST_GAPS if "bursts" in on else arrival_gaps(max_gap)
     prompt_pages = LONG_PROMPT_PAGES if "long_prompts" in on else AXES["prompt_tokens"].small
     prompts = (
-        boundary_prompts(page_size, prompt_pages)
+        _boundary_prompts(page_size, prompt_pages)
         if "page_boundaries" in on
         else prompt_tokens(page_size, prompt_pages * page_size)
     )
@@ -388,21 +394,20 @@ def workloads(
     )
 
 
-# What a draw builds from its parameters is built once per parameters: a strategy built anew
-# is validated anew by Hypothesis on its first draw, which cost about as much as the draw itself.
-# The same strategy draws the same values from the same choices, so what is drawn is unchanged.
+_boundary_prompts = lru_cache(maxsize=BUILT)(boundary_prompts)
+
 BURST_GAPS = st.one_of(st.just(0), st.integers(0, 1))
 """Gaps between arrivals under the ``bursts`` feature: together, or one iteration apart."""
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def _either(
     first: st.SearchStrategy[int], second: st.SearchStrategy[int]
 ) -> st.SearchStrategy[int]:
     return st.one_of(first, second)
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def _shapes(
     gaps: st.SearchStrategy[int],
     prompts: st.SearchStrategy[int],
@@ -414,7 +419,7 @@ def _shapes(
     return st.lists(st.tuples(gaps, prompts, outputs), min_size=fewest, max_size=most)
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def _orders(count: int) -> st.SearchStrategy[list[int]]:
     """The declared order of ``count`` requests, as a permutation of their arrival order."""
     return st.permutations(range(count))
@@ -435,7 +440,7 @@ def _powers_of_two(low: int, high: int) -> list[int]:
     ]
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def context_pages(far: int) -> st.SearchStrategy[int]:
     """The pages a far workload's block tables may reach: from :data:`LONG_CONTEXT_PAGES` to
     ``far``, anything, at or one past a power of two, or ``far`` itself, a third of the draws
@@ -445,7 +450,7 @@ def context_pages(far: int) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(LONG_CONTEXT_PAGES, far), st.sampled_from(edges), st.just(far))
 
 
-@cache
+@lru_cache(maxsize=BUILT)
 def long_prompts(page_size: int, span: int) -> st.SearchStrategy[int]:
     """Prompts of a far workload, each a block table of at least
     :data:`LONG_CONTEXT_PAGES` pages: the whole of ``span`` pages (trimmed to leave room for the
