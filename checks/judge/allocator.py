@@ -62,17 +62,23 @@ MAX_BITS = ALLOCATOR_BITS
 def value_cases(draw: st.DrawFn) -> tuple[int, int | None]:
     """Inputs within the exercise's domain: any page size (or the default), and a token count
     of any bit length or one token either side of a whole number of pages."""
-    page_size = draw(st.one_of(st.none(), st.integers(1, 64), st.just(0)))
+    page_size = draw(_PAGE_SIZES)
     if page_size == 0:
         page_size = max(_any_bits(draw), 1)
     size = page_size or 16
-    kind = draw(st.sampled_from(("small", "any", "near a page")))
+    kind = draw(_KINDS)
     if kind == "small":
         return draw(st.integers(0, 4 * size)), page_size
     if kind == "any":
         return _any_bits(draw), page_size
     pages = _any_bits(draw)
     return draw(st.integers(max(pages * size - 1, 0), pages * size + 1)), page_size
+
+
+# Built once: a strategy built anew is validated anew on its first draw (strategies.BUILT).
+_PAGE_SIZES = st.one_of(st.none(), st.integers(1, 64), st.just(0))
+"""The default page size, one of 1 to 64, or (0) one of any bit length."""
+_KINDS = st.sampled_from(("small", "any", "near a page"))
 
 
 def _any_bits(draw: st.DrawFn) -> int:

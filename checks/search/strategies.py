@@ -49,6 +49,7 @@ search (:mod:`.explore`); they shrink to the fewest pages that still fail.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate
 
 from hypothesis import strategies as st
@@ -185,7 +186,14 @@ def request_id(position: int) -> str:
 MAX_PAGE_SIZE = AXES["page_size"].small
 MAX_BATCH_LIMIT = AXES["batch_limit"].small
 
+BUILT = 1024
+"""Strategies kept per builder below, by their parameters: a draw builds its strategies from
+what it drew before (the page size, the features), and a strategy built anew is validated anew
+by Hypothesis on its first draw. The same strategy draws the same values from the same choices,
+so keeping them changes nothing drawn; the bound keeps a long session's memory in check."""
 
+
+@lru_cache(maxsize=BUILT)
 def page_sizes(max_page_size: int = MAX_PAGE_SIZE) -> st.SearchStrategy[int]:
     """Token slots per page; 1 (every token its own page) is the shrink target.
 
@@ -195,17 +203,20 @@ def page_sizes(max_page_size: int = MAX_PAGE_SIZE) -> st.SearchStrategy[int]:
     return _small_or_any(1, MAX_PAGE_SIZE, max_page_size)
 
 
+@lru_cache(maxsize=BUILT)
 def batch_limits(max_batch_limit: int = MAX_BATCH_LIMIT) -> st.SearchStrategy[int]:
     """Decode slots; 1 (one request at a time) is the shrink target."""
     return _small_or_any(1, MAX_BATCH_LIMIT, max_batch_limit)
 
 
+@lru_cache(maxsize=BUILT)
 def _small_or_any(low: int, small: int, high: int) -> st.SearchStrategy[int]:
     if high <= small:
         return st.integers(low, high)
     return st.one_of(st.integers(low, small), st.integers(low, high))
 
 
+@lru_cache(maxsize=BUILT)
 def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
     """Prompt lengths up to ``max_tokens``: empty, exactly filling whole pages, or anything."""
     full_pages = max_tokens // page_size
@@ -218,11 +229,13 @@ def prompt_tokens(page_size: int, max_tokens: int) -> st.SearchStrategy[int]:
     )
 
 
+@lru_cache(maxsize=BUILT)
 def output_tokens(max_output: int = AXES["output_tokens"].small) -> st.SearchStrategy[int]:
     """Output lengths: one token (done in its admission iteration), or up to ``max_output``."""
     return st.one_of(st.just(1), st.integers(1, max_output))
 
 
+@lru_cache(maxsize=BUILT)
 def arrival_gaps(max_gap: int = AXES["arrival"].small) -> st.SearchStrategy[int]:
     """Time between consecutive arrivals: 0 (a burst), short, or long enough to drain the engine."""
     short = min(3, max_gap)
@@ -310,10 +323,10 @@ def workloads(
     on = {f for f in FEATURES if draw(st.booleans())} if swarm else set()
     page_size = draw(page_sizes(max_page_size))
     batch_limit = draw(batch_limits(max_batch_limit))
-    gaps = st.one_of(st.just(0), st.integers(0, 1)) if "bursts" in on else arrival_gaps(max_gap)
+    gaps = BURST_GAPS if "bursts" in on else arrival_gaps(max_gap)
     prompt_pages = LONG_PROMPT_PAGES if "long_prompts" in on else AXES["prompt_tokens"].small
     prompts = (
-        boundary_prompts(page_size, prompt_pages)
+        _boundary_prompts(page_size, prompt_pages)
         if "page_boundaries" in on
         else prompt_tokens(page_size, prompt_pages * page_size)
     )
@@ -324,13 +337,13 @@ def workloads(
         prompts, outputs = long_prompts(page_size, span), small_outputs
         most = min(most, LONG_CONTEXT_REQUESTS)
         if far_gap > max_gap:  # few enough for idle gaps, arrivals late in the budget
-            gaps = st.one_of(gaps, st.integers(max_gap, far_gap))
+            gaps = _either(gaps, st.integers(max_gap, far_gap))
     elif "many_requests" in on:
         fewest = max(1, max_requests // 2)
     elif "long_runs" in on:  # long by its outputs: a few requests keep its iterations cheap
         most = min(most, LONG_RUN_REQUESTS)
         outputs = st.integers(max(1, max_output // 2), max_output)
-    shapes = draw(st.lists(st.tuples(gaps, prompts, outputs), min_size=fewest, max_size=most))
+    shapes = draw(_shapes(gaps, prompts, outputs, fewest, most))
     if span:  # a prompt of the whole pool leaves room for its outputs: its peak is the pool
         shapes = [(gap, min(p, span * page_size - out), out) for gap, p, out in shapes]
     if max_iterations is not None:
@@ -342,7 +355,7 @@ def workloads(
         arrivals.append(clock)
     # Shapes come in arrival order; the declared order is a permutation of it, so the tie rule of
     # 3.1 ("by arrival, ties in declared order") is exercised, not implied by construction.
-    declared = draw(st.permutations(range(len(shapes))))
+    declared = draw(_orders(len(shapes)))
     requests = tuple(
         Request(request_id(position), arrivals[index], shapes[index][1], shapes[index][2])
         for position, index in enumerate(declared)
@@ -381,6 +394,37 @@ def workloads(
     )
 
 
+_boundary_prompts = lru_cache(maxsize=BUILT)(boundary_prompts)
+
+BURST_GAPS = st.one_of(st.just(0), st.integers(0, 1))
+"""Gaps between arrivals under the ``bursts`` feature: together, or one iteration apart."""
+
+
+@lru_cache(maxsize=BUILT)
+def _either(
+    first: st.SearchStrategy[int], second: st.SearchStrategy[int]
+) -> st.SearchStrategy[int]:
+    return st.one_of(first, second)
+
+
+@lru_cache(maxsize=BUILT)
+def _shapes(
+    gaps: st.SearchStrategy[int],
+    prompts: st.SearchStrategy[int],
+    outputs: st.SearchStrategy[int],
+    fewest: int,
+    most: int,
+) -> st.SearchStrategy[list[tuple[int, int, int]]]:
+    """The requests' shapes in arrival order: (gap, prompt tokens, output tokens) each."""
+    return st.lists(st.tuples(gaps, prompts, outputs), min_size=fewest, max_size=most)
+
+
+@lru_cache(maxsize=BUILT)
+def _orders(count: int) -> st.SearchStrategy[list[int]]:
+    """The declared order of ``count`` requests, as a permutation of their arrival order."""
+    return st.permutations(range(count))
+
+
 LONG_PROMPT_PAGES = 16
 """The most pages of a prompt under the ``long_prompts`` feature: past the small range, short
 of the far end, where a handful of requests still crowd a pool."""
@@ -396,6 +440,7 @@ def _powers_of_two(low: int, high: int) -> list[int]:
     ]
 
 
+@lru_cache(maxsize=BUILT)
 def context_pages(far: int) -> st.SearchStrategy[int]:
     """The pages a far workload's block tables may reach: from :data:`LONG_CONTEXT_PAGES` to
     ``far``, anything, at or one past a power of two, or ``far`` itself, a third of the draws
@@ -405,6 +450,7 @@ def context_pages(far: int) -> st.SearchStrategy[int]:
     return st.one_of(st.integers(LONG_CONTEXT_PAGES, far), st.sampled_from(edges), st.just(far))
 
 
+@lru_cache(maxsize=BUILT)
 def long_prompts(page_size: int, span: int) -> st.SearchStrategy[int]:
     """Prompts of a far workload, each a block table of at least
     :data:`LONG_CONTEXT_PAGES` pages: the whole of ``span`` pages (trimmed to leave room for the

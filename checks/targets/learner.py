@@ -199,7 +199,8 @@ class LearnerScheduler(Foreseeing):
         batch, outcome = _decision(before, after, self._outputs, kept, index)
         self._pending = (after, outcome)
         if kept == len(finished):  # after's index is before's and the newly finished requests
-            index = {**index, **_generated(after["finished"][kept:])}
+            if len(after["finished"]) > kept:  # else before's, unchanged (never written to)
+                index = {**index, **_generated(after["finished"][kept:])}
             self._next_index = (after["finished"], index)
         else:
             self._next_index = (None, {})
@@ -280,40 +281,45 @@ def _decision(
             )
     if finished_generated is None:
         finished_generated = _generated(before["finished"])
-    # As one dict read over waiting, running and finished: a finished request's entry wins.
-    generated_before = {
+    # Read as one dict over waiting, running and finished, a finished request's entry winning;
+    # looked up in two, so that no iteration copies the index of every request that finished.
+    active_generated = {
         r["id"]: r["generated"] for key in ("waiting", "running") for r in before[key]
     }
-    generated_before.update(finished_generated)
 
     # The batch in admission order: earlier members first, as they stood before, then newcomers.
     now = {r["id"]: r for r in after["running"] + newly_finished}
     was_running = [r["id"] for r in before["running"]]
-    queue = [r["id"] for r in before["waiting"]]
-    # Admission takes from the front of the queue, so the queue's order is the admission order,
-    # whether a newcomer is still running or already finished (a one-token request).
     ran = set(was_running)
     newcomers = {rid: None for rid in now if rid not in ran}  # a set in the order of ``now``
-    admitted = [rid for rid in queue if rid in newcomers]
-    queued = set(admitted)
-    admitted += [rid for rid in newcomers if rid not in queued]
+    admitted: list[str] = []
+    if newcomers:  # most iterations admit nobody: the queue is read only when someone joined
+        # Admission takes from the front of the queue, so the queue's order is the admission
+        # order, whether a newcomer is still running or already finished (a one-token request).
+        admitted = [rid for r in before["waiting"] if (rid := r["id"]) in newcomers]
+        queued = set(admitted)
+        admitted += [rid for rid in newcomers if rid not in queued]
     batch = [now[rid] for rid in was_running if rid in now] + [now[rid] for rid in admitted]
 
     decode: list[str] = []
-    for record in batch + after["waiting"] + changed:
-        grown = record["generated"] - generated_before.get(record["id"], 0)
-        if grown < 0:
-            raise LearnerStateError(
-                f"request '{record['id']}': 'generated' went down from "
-                f"{generated_before[record['id']]} to {record['generated']}; it only counts up"
-            )
-        if grown > (output := outputs.get(record["id"], 0)) + 1:  # a cheap int, costly entries
-            raise LearnerStateError(
-                f"request '{record['id']}': 'generated' grew by {grown} in one iteration, past "
-                f"its whole output ({output} tokens) and one more; each iteration makes one token"
-            )
-        decode.extend([record["id"]] * grown)  # two tokens in one iteration show as two entries
-
+    for record in itertools.chain(batch, after["waiting"], changed):
+        rid = record["id"]
+        prior = finished_generated.get(rid)
+        grown = record["generated"] - (active_generated.get(rid, 0) if prior is None else prior)
+        if grown:
+            if grown < 0:
+                earlier = active_generated[rid] if prior is None else prior
+                raise LearnerStateError(
+                    f"request '{rid}': 'generated' went down from {earlier} to "
+                    f"{record['generated']}; it only counts up"
+                )
+            if grown > (output := outputs.get(rid, 0)) + 1:  # a cheap int, costly entries
+                raise LearnerStateError(
+                    f"request '{rid}': 'generated' grew by {grown} in one iteration, past "
+                    f"its whole output ({output} tokens) and one more; each iteration makes one "
+                    "token"
+                )
+            decode.extend([rid] * grown)  # two tokens in one iteration show as two entries
     # Requests listing pages while waiting are reported too, so the monitor can see them (PAGE-4).
     holders = batch + [r for r in after["waiting"] if r["pages"]]
     page_tables = {r["id"]: tuple(r["pages"]) for r in holders}
