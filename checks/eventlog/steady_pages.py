@@ -131,6 +131,9 @@ class SharedPages(DeferredPages):
         list, not a dict: every page the fast path moves is in the pool (steady_ops.py checks
         each one it allocates, shares or frees), and a compiled list read or write by index
         boxes nothing, where a dict keyed by page boxes and hashes the page each time."""
+        self.moved: list[int] = []
+        """The pages whose :attr:`delta` left 0 since the ledger was last told: those
+        :meth:`tell` resets, not the whole pool (up to 2**20 pages) for every line declined."""
         self.net = 0
         """The change in the pages held since the ledger was last told."""
 
@@ -176,27 +179,37 @@ class SharedPages(DeferredPages):
         return scheduled, end
 
     def take(self, rids: Iterable[str], pages: Collection[int]) -> None:
-        delta = self.delta
+        delta, moved = self.delta, self.moved
         for page in pages:
-            delta[page] += 1
+            count = delta[page]
+            if not count:
+                moved.append(page)
+            delta[page] = count + 1
         self.net += len(pages)
         self.changed.update(rids)
 
     def share(self, shared: Mapping[str, tuple[int, ...]]) -> None:
         delta, excuse = self.delta, self.ledger.excuse_sharing
+        moved = self.moved
         for pages in shared.values():
             for page in pages:
                 held = self.holders(page) > 0
                 excuse(held)
                 if not held:
                     self.net += 1
-                delta[page] += 1
+                count = delta[page]
+                if not count:
+                    moved.append(page)
+                delta[page] = count + 1
         self.changed.update(shared)
 
     def give_back(self, rid: str, pages: tuple[int, ...]) -> None:
-        delta = self.delta
+        delta, moved = self.delta, self.moved
         for page in pages:
-            delta[page] -= 1
+            count = delta[page]
+            if not count:
+                moved.append(page)
+            delta[page] = count - 1
             if self.holders(page) == 0:
                 self.net -= 1
         if told := self.told(rid):
@@ -208,7 +221,10 @@ class SharedPages(DeferredPages):
     def tell(self) -> None:
         """The ledger's holders made those of the tables as they are: a table that changed
         leaves the pages it no longer holds and joins those it now holds."""
-        self.delta = [0] * len(self.delta)  # a few microseconds, once per line declined
+        delta = self.delta
+        for page in self.moved:
+            delta[page] = 0
+        self.moved.clear()
         self.net = 0
         if not self.changed:
             return  # every table that changed since came and went: its changes cancel
