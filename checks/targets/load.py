@@ -271,11 +271,16 @@ def _scheduler_classes(module: ModuleType) -> list[str]:
     )
 
 
-def _no_learner_functions(spec: str, module: ModuleType) -> str:
-    message = (
+def neither_function(spec: str) -> str:
+    """Why a learner's file ``spec`` is refused when it defines neither function."""
+    return (
         f"{spec} defines neither allocate_kv_pages nor schedule_iteration, the functions of the "
         "learner's exercise (spec/learner.md)"
     )
+
+
+def _no_learner_functions(spec: str, module: ModuleType) -> str:
+    message = neither_function(spec)
     classes = _scheduler_classes(module)
     if classes:
         message += f"; to check a scheduler class, name it: {spec}:{classes[0]}"

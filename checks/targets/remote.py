@@ -34,6 +34,7 @@ from kvsched.checks.targets.load import (
     LearnerTarget,
     SchedulerTarget,
     TargetError,
+    neither_function,
     target_kind,
 )
 from kvsched.checks.targets.process import BudgetSpent, HostFailure, HostProcess
@@ -143,10 +144,9 @@ class RemoteTarget:
             defined = defined_functions(self.spec)
             if defined == ():  # as a module that binds neither is refused in this process
                 raise TargetError(
-                    f"{self.spec} defines neither allocate_kv_pages nor schedule_iteration, the "
-                    "functions of the learner's exercise (spec/learner.md), at its top level: "
-                    "kvsched reads them off the source (a def, an assignment or an import), "
-                    "not from what running it made"
+                    f"{neither_function(self.spec)} at its top level: kvsched reads them off "
+                    "the source (a def, an assignment or an import), not from what running it "
+                    "made"
                 )
             names = LEARNER_FUNCTIONS if defined is None else defined
             functions = {name: RemoteFunction(self, name) for name in names}
