@@ -1,11 +1,13 @@
 """The engine loop and the reference schedulers (spec/semantics.md sections 3-5)."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from kvsched.reference import POLICIES, PagePool, PoolError, run
 from kvsched.reference.engine import iteration_bound
+from kvsched.reference.engine_scheduler import VLLMV1Scheduler
 from kvsched.spec.protocol import ModelOutput, ScheduledBatch, Scheduler, StepOutcome
 from kvsched.spec.workload import Limits, Request, Workload, pages_for
 
@@ -164,9 +166,6 @@ TWO_VICTIMS = Workload(
 def test_the_queue_a_target_does_not_report_is_the_one_it_keeps() -> None:
     """The engine loop's own queue, for a target that reports none, is the target's queue at
     every iteration: several preempted at once end up latest first (spec/eventlog.md 4.3)."""
-    from dataclasses import replace
-
-    from kvsched.reference.engine_scheduler import VLLMV1Scheduler
 
     class Unreported(VLLMV1Scheduler):
         def schedule(self) -> ScheduledBatch:

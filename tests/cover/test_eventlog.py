@@ -169,36 +169,30 @@ def test_schema_and_reader_reject_the_same_lines(
     assert field in str(error.value)
 
 
-@pytest.mark.parametrize(
-    ("declared", "field"),
-    [
+def _with_target(tmp_path: Path, **declared: Any) -> Path:
+    """The continuous run's log, its header declaring ``declared`` beside its own (valid by the
+    schema, which knows no pool)."""
+    lines = lines_of("continuous")
+    lines[0] = {**lines[0], "target": {**lines[0]["target"], **declared}}
+    assert validator().is_valid(lines[0])
+    path = tmp_path / "declared.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_declarations_the_pool_cannot_hold_are_invalid(tmp_path: Path) -> None:
+    """A reserved page past the pool, or a watermark of every page the pool hands out, which
+    would excuse every idle iteration (BATCH-3, LIVE-2); a large watermark that fits is read."""
+    pool = lines_of("continuous")[0]["workload"]["limits"]["pool_pages"]
+    for declared, field in (
         ({"reserved_pages": [10**6]}, "reserved page 1000000 lies outside the pool"),
         ({"watermark_pages": 10**20}, "'target.watermark_pages'"),
-        ({"reserved_pages": [0], "watermark_pages": "usable"}, "'target.watermark_pages'"),
-    ],
-)
-def test_declarations_the_pool_cannot_hold_are_invalid(
-    declared: dict[str, Any], field: str, tmp_path: Path
-) -> None:
-    """Valid by the schema, which knows no pool: a reserved page past it, or a watermark of every
-    page the pool hands out, which would excuse every idle iteration (BATCH-3, LIVE-2)."""
-    lines = lines_of("continuous")
-    usable = lines[0]["workload"]["limits"]["pool_pages"] - len(declared.get("reserved_pages", ()))
-    target = {**lines[0]["target"], **declared}
-    if target.get("watermark_pages") == "usable":
-        target["watermark_pages"] = usable
-    lines[0] = {**lines[0], "target": target}
-    assert validator().is_valid(lines[0])
-    path = tmp_path / "bad.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    with pytest.raises(EventLogError, match=r"bad\.jsonl: line 1") as error:
-        read_run(path)
-    assert field in str(error.value)
-    if "watermark_pages" not in declared:
-        return
-    lines[0]["target"]["watermark_pages"] = usable - 1  # a large watermark, but one that fits
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    read_run(path)
+        ({"reserved_pages": [0], "watermark_pages": pool - 1}, "'target.watermark_pages'"),
+    ):
+        with pytest.raises(EventLogError, match=r"declared\.jsonl: line 1") as error:
+            read_run(_with_target(tmp_path, **declared))
+        assert field in str(error.value)
+    read_run(_with_target(tmp_path, reserved_pages=[0], watermark_pages=pool - 2))
 
 
 def test_schema_and_reader_accept_the_same_variants(tmp_path: Path) -> None:
