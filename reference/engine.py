@@ -145,6 +145,10 @@ class SchedulerDriver:
         # request stops (an EOS or max_tokens), and says so in ModelOutput.stopped.
         self.owed: dict[str, int] = {}
         self.requeued: list[str] = []  # preempted, waiting again at the queue's head
+        # Declared "tail" (SGLang's retraction), a preempted request rejoins behind every one
+        # waiting then: the queue is a plain list, as the shared arrival order holds each once.
+        tail = declared is not None and declared.requeue == "tail"
+        self.tail: list[str] | None = [] if tail else None
         self.records = Records(declared, limits.page_size)
         """The run's records, moved once an iteration by the batch the scheduler returned: a
         fold restart makes a request owe more tokens (spec/eventlog.md 4.3.1), and the run's
@@ -169,6 +173,8 @@ class SchedulerDriver:
                 return self._stop(fault)
             arrived.append(request.id)
             self.waiting.arrive(request.id)
+            if self.tail is not None:
+                self.tail.append(request.id)
             self.owed[request.id] = request.output_tokens
             records.declare(request)
 
@@ -184,10 +190,15 @@ class SchedulerDriver:
         for request_id in batch.preempted:
             if request_id in self.members:
                 self.members.remove(request_id)
-            self.requeued.insert(0, request_id)
+            if self.tail is not None:
+                self.tail.append(request_id)
+            else:
+                self.requeued.insert(0, request_id)
         for request_id in batch.admitted:
             if request_id not in self.members:
                 self.members.append(request_id)
+            if self.tail is not None and request_id in self.tail:
+                self.tail.remove(request_id)
             if request_id in self.requeued:
                 self.requeued.remove(request_id)
             else:
@@ -259,9 +270,12 @@ class SchedulerDriver:
         records.count(batch.computed or {}, batch.cached, batch.decode)
 
     def _waiting(self, batch: ScheduledBatch) -> Sequence[str]:
-        """The queue as the target reports it, else arrival order, preempted ones first."""
+        """The queue as the target reports it, else arrival order, preempted ones first (or,
+        declared, where they rejoined it)."""
         if batch.waiting is not None:
             return tuple(batch.waiting)
+        if self.tail is not None:
+            return tuple(self.tail)
         return (*self.requeued, *self.waiting.view()) if self.requeued else self.waiting.view()
 
     def _stop(self, fault: SchedulerFault) -> SchedulerFault:

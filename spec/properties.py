@@ -26,7 +26,15 @@ from typing import Annotated, Any, NewType, TypeGuard, get_type_hints
 import msgspec
 from msgspec import Meta
 
-from .vocabulary import AdmissionOrder, BudgetMode, Chunking, PageAdmission, Rejection, Restart
+from .vocabulary import (
+    AdmissionOrder,
+    BudgetMode,
+    Chunking,
+    PageAdmission,
+    Rejection,
+    Requeue,
+    Restart,
+)
 from .workload import Limits, Request, Workload, infeasible, pages_for
 
 Positive = Annotated[int, Meta(ge=1)]
@@ -202,6 +210,23 @@ class TargetProperties:
             relaxes=("BATCH-4",),
         ),
     ] = None
+    requeue: Annotated[
+        Requeue,
+        declare(
+            'Where a preempted request rejoins the waiting queue under fcfs: "head", the latest '
+            'preempted first (vLLM, nano-vllm); "tail", behind every request waiting then '
+            "(SGLang's retraction). A queue the target reports is checked in that order (BATCH-4).",
+            relaxes=("BATCH-4",),
+            needs=(
+                Needs(
+                    ("tail",),
+                    "preemption",
+                    (True,),
+                    "it says where a preempted request rejoins; declare preemption too",
+                ),
+            ),
+        ),
+    ] = "head"
     chunking: Annotated[
         Chunking | None,
         declare(

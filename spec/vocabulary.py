@@ -79,6 +79,11 @@ AdmissionOrder = Literal["fcfs", "priority", "shortest-first", "none"]
 """Which waiting request a target admits next (BATCH-4): by arrival with preempted requests at
 the head; by ``Request.priority`` then arrival; by shortest prompt then arrival; or no promise."""
 
+Requeue = Literal["head", "tail"]
+"""Where a preempted request rejoins the waiting queue under fcfs (BATCH-4): at its head, the
+latest preempted first (vLLM's and nano-vllm's ``appendleft``), or at its tail, behind every
+request waiting then (SGLang's retraction, ``_add_request_to_queue``)."""
+
 Chunking = Literal["all", "first", "none"]
 """Which prompts may be computed over several iterations (BATCH-5): any (vLLM), only the first
 request of a batch (nano-vllm), or none (every prompt is computed whole)."""

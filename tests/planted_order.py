@@ -4,7 +4,7 @@ in order, operations in their phase, and the waiting queue (spec/eventlog.md, 4.
 from __future__ import annotations
 
 import random
-from itertools import pairwise
+from itertools import combinations, pairwise
 from typing import Any
 
 from planted import Planted, pick
@@ -147,15 +147,33 @@ def out_of_phase(rows: Rows, rng: random.Random) -> Planted | None:
 
 
 def reorder_queue(rows: Rows, rng: random.Random) -> Planted | None:
-    """Two requests of the waiting queue swapped, under a fcfs declaration."""
+    """Two requests of the waiting queue swapped, under a fcfs declaration: two never preempted
+    that arrived in different iterations (requests that joined the queue in one iteration may
+    stand in any order, 4.6)."""
     if not fcfs(rows):
         return None
-    lines = [line for line in walk(rows) if len(line.row.get("waiting", ())) >= 2]
-    line = pick(rng, lines)
-    if line is None:
+    # A request arrives in the first iteration past its arrival time, or by an 'arrive'.
+    arrived = {r["id"]: int(r["arrival"]) + 1 for r in rows[0]["workload"]["requests"]}
+    preempted: set[str] = set()
+    sites = []
+    for line in walk(rows):
+        ops = line.ops if line.version == 2 else []
+        arrived.update({op[1]: line.iteration for op in ops if op[0] == "arrive"})
+        preempted.update(op[1] for op in ops if op[0] == "preempt")
+        preempted.update(line.row.get("preempted", ()))
+        queue = line.row.get("waiting", ())
+        sites += [
+            (line, i, j)
+            for i, j in combinations(range(len(queue)), 2)
+            if queue[i] not in preempted
+            and queue[j] not in preempted
+            and arrived[queue[i]] != arrived[queue[j]]
+        ]
+    site = pick(rng, sites)
+    if site is None:
         return None
+    line, i, j = site
     queue = line.row["waiting"]
-    i, j = sorted(rng.sample(range(len(queue)), 2))
     queue[i], queue[j] = queue[j], queue[i]
     return Planted(line.iteration, f"waiting {queue[j]} and {queue[i]} swapped: {queue}")
 

@@ -79,6 +79,23 @@ def queue_short(rows: Rows) -> Rows:
     raise AssertionError("no line reports a queue of two")
 
 
+def queue_swapped(rows: Rows) -> Rows:
+    """A reported queue whose head and tail arrived in different iterations, swapped (fcfs)."""
+    arrival = {r["id"]: int(r["arrival"]) for r in rows[0]["workload"]["requests"]}
+    for line in iterations(rows):
+        queue = line.get("waiting", [])
+        if len(queue) >= 2 and arrival[queue[0]] != arrival[queue[-1]]:
+            queue[0], queue[-1] = queue[-1], queue[0]
+            return rows
+    raise AssertionError("no line reports a queue of two arrivals apart")
+
+
+def unordered(rows: Rows) -> Rows:
+    """The same log declaring no admission order."""
+    rows[0]["target"]["order"] = "none"
+    return rows
+
+
 def budget_of(tokens: int, rows: Rows) -> Rows:
     """The same log declaring a token budget its batch of three decodes overruns (BATCH-1)."""
     rows[0]["target"]["token_budget"] = tokens
@@ -180,7 +197,9 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_not_idle": lambda: as_static(idle_first(clean_rows())),
     "_within_the_bound": lambda: undeclared_chunks(),
     "_chunked_as_declared": lambda: chunks_undeclared_by_name(),
-    "_queue_adds_up": lambda: queue_short(clean_rows()),
+    # Under fcfs a short queue does not follow the last one either (_queue_follows).
+    "_queue_adds_up": lambda: queue_short(unordered(clean_rows())),
+    "_queue_follows": lambda: queue_swapped(clean_rows()),
     "_within_the_token_budget": lambda: budget_of(2, clean_rows()),
     "_none_infeasible": lambda: infeasible_last(clean_rows()),
     # r3 is admitted in iteration 5 while r5, first by priority, waits.

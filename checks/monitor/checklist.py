@@ -142,7 +142,7 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
     )
     for op in event.schedule if finding is None else ():
         if op.kind in ("arrive", "preempt"):  # in the queue the declared order serves
-            monitor.order.waiting(op.request)
+            monitor.order.waiting(op.request, event.iteration, op.kind == "preempt")
     return finding
 
 

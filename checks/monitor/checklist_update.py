@@ -277,12 +277,16 @@ def the_queue_holds_every_waiting_request(
     )
 
 
+def _queue_follows(monitor: Monitor, line: SteadyLine) -> bool:
+    return monitor.order.follows(line.queue, line.admitted, monitor.arrivals)
+
+
 # The fast path keeps a steady line's queue by the same call (OrderRules.keep).
-@per_iteration("completion", "BATCH-4", steady=Steady())
-def queue_as_the_target_reports_it(monitor: Monitor, event: IterationEvent) -> Finding | None:
-    """Keep the target's queue for the next iteration's admissions (no finding of its own)."""
-    monitor.order.after(event)
-    return None
+@per_iteration("completion", "BATCH-4", steady=Steady(line=_queue_follows))
+def the_queue_in_the_declared_order(monitor: Monitor, event: IterationEvent) -> Finding | None:
+    """Under fcfs, the queue the target reports stands in the order its requests joined it;
+    kept for the next iteration's admissions."""
+    return monitor.order.after(event)
 
 
 # End of the run ---------------------------------------------------------------------------------

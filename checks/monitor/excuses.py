@@ -36,6 +36,7 @@ class Tally:
         self.unjudged_slots = 0
         self.padded = 0
         self.unordered = 0
+        self.requeued_at_tail = 0
         self.overcommitted = 0
         self.overcommitted_at = 0
         self.allowance = 0
@@ -155,6 +156,8 @@ class Excused:
     """Iterations in which a padded budget let the head wait where the tokens' sum fitted."""
     unordered: int = 0
     """Admissions not judged for their order (a declared order "none", BATCH-4)."""
+    requeued_at_tail: int = 0
+    """Preempted requests that rejoined the queue at its tail (``requeue="tail"``, BATCH-4)."""
     overcommitted: int = 0
     """Iterations in which the batch's peak pages exceeded the pool (lazy admission, PAGE-5)."""
     capped_prefills: int = 0

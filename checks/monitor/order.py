@@ -1,14 +1,15 @@
 """The monitor's admission-order and chunking rules, as the target declares them (BATCH-4,
 BATCH-5; spec/eventlog.md 4.6).
 
-The queue is the target's, not a prediction of it: under ``fcfs`` the requests admitted in an
-iteration must be the head of the queue the target reported after the previous iteration, with
-that iteration's arrivals behind it. Requests preempted in the same iteration went to the head and
-may be admitted again in any order among themselves (nano-vllm puts the last preempted first, a
-heap-based engine by its key). Under ``priority`` and ``shortest-first`` each admitted request must
-have the least key, (priority, arrival position) or (prompt tokens, arrival position), of the
-requests waiting then (the prompt as a declared fold restart leaves it); a heap with lazy
-deletion keeps that at ``log`` cost per request named.
+Under ``fcfs`` the requests admitted in an iteration must be the head of the queue the target
+reported after the previous iteration, with that iteration's arrivals behind it, and that queue
+must itself be in order: by when each request joined it, preempted requests at the head, the
+latest first (or, declared ``requeue="tail"``, at the tail as they came), then arrivals in order.
+Requests that joined in the same iteration may stand in any order among themselves (nano-vllm
+puts the last preempted first, a heap-based engine by its key). Under ``priority`` and
+``shortest-first`` each admitted request must have the least key, (priority, arrival position)
+or (prompt tokens, arrival position), of the requests waiting then (the prompt as a declared
+fold restart leaves it); a heap with lazy deletion keeps that at ``log`` cost per request named.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _WORDS = {
     "priority": "by priority, then arrival",
     "shortest-first": "shortest prompt first, then arrival",
 }
+_TAIL = "first come, first served, preempted requests at the tail"
 
 
 class OrderRules:
@@ -43,6 +45,11 @@ class OrderRules:
         self.places = len(self.position)
         self.reported: Sequence[str] = ()  # the queue the target reported last, head first
         self.heap: list[tuple[int, int, str]] = []
+        self.words = _TAIL if properties.requeue == "tail" else _WORDS.get(self.order, "")
+        self.head_requeue = properties.requeue == "head"
+        self.joined: dict[str, tuple[int, int, bool]] = {}
+        """Under fcfs, each request's place by when it last joined the queue: its sort key, the
+        iteration, and whether a preemption sent it there."""
 
     def declare(self, rid: str) -> None:
         """``rid`` was declared after every request already known (8.7)."""
@@ -51,6 +58,7 @@ class OrderRules:
 
     def forget(self, rid: str) -> None:
         self.position.pop(rid, None)
+        self.joined.pop(rid, None)
 
     def key(self, rid: str) -> tuple[int, int]:
         ledger = self.ledger
@@ -61,10 +69,15 @@ class OrderRules:
         folds = ledger.properties.restart == "fold"
         return ledger.live[rid].known() if folds else request.prompt_tokens, self.position[rid]
 
-    def waiting(self, rid: str) -> None:
-        """``rid`` joined the queue (arrived or preempted)."""
+    def waiting(self, rid: str, n: int, preempted: bool = False) -> None:
+        """``rid`` joined the queue in iteration ``n`` (arrived, or ``preempted``)."""
         if self.order in ("priority", "shortest-first"):
             heapq.heappush(self.heap, (*self.key(rid), rid))
+        elif self.order == "fcfs":
+            # At the head, a later preemption stands before an earlier one, and every one
+            # before every arrival (iterations count from 1); at the tail, all by iteration.
+            key = -n if preempted and self.head_requeue else n
+            self.joined[rid] = (key, n, preempted)
 
     def head(self, event: IterationEvent) -> str | None:
         """The request the declared order serves next, after this iteration's admissions;
@@ -149,13 +162,51 @@ class OrderRules:
     def _skipped(self, n: int, rid: str, head: str) -> Finding:
         message = (
             f"request {rid!r} was admitted in iteration {n} ahead of {head!r}, which came first "
-            f"in the waiting queue under the declared order ({_WORDS[self.order]})"
+            f"in the waiting queue under the declared order ({self.words})"
         )
         return Finding("BATCH-4", n, message, requests=(rid, head))
 
-    def after(self, event: IterationEvent) -> None:
-        """Keep the queue the target reported, for the next iteration's admissions."""
+    def after(self, event: IterationEvent) -> Finding | None:
+        """BATCH-4 on the queue the target reported (:meth:`check_queue`), then keep it for
+        the next iteration's admissions."""
+        finding = self.check_queue(event.iteration, event.waiting)
         self.keep(event.waiting)
+        return finding
+
+    def check_queue(self, n: int, waiting: Sequence[str]) -> Finding | None:
+        """Under fcfs, whether the queue reported after iteration ``n`` lists its requests by
+        when they joined it. One not waiting is REQ-2's to name, and is passed over here."""
+        if self.order != "fcfs" or len(waiting) < 2:
+            return None
+        joined = self.joined
+        last: tuple[int, int, bool] | None = None
+        ahead = ""
+        for rid in waiting:
+            place = joined.get(rid)
+            if place is None:
+                continue
+            if last is not None and place[0] < last[0]:
+                message = (
+                    f"the queue the target reported after iteration {n} lists {ahead!r} "
+                    f"({_joined(last)}) ahead of {rid!r} ({_joined(place)}), which comes first "
+                    f"under the declared order ({self.words})"
+                )
+                return Finding("BATCH-4", n, message, requests=(rid, ahead))
+            last, ahead = place, rid
+        return None
+
+    def follows(
+        self, waiting: tuple[str, ...], admitted: tuple[str, ...], arrivals: Sequence[str]
+    ) -> bool:
+        """Whether ``waiting`` is the queue reported last with ``arrivals`` behind it, less
+        the ``admitted`` at its head: then it is in order if that queue was, and
+        :meth:`check_queue` has no work (a queue judged, or the one the ledger keeps in order)."""
+        if self.order != "fcfs" or not waiting:
+            return True
+        before = tuple(self.reported)
+        if arrivals:
+            before += tuple(arrivals)
+        return before[len(admitted) :] == waiting
 
     def keep(self, waiting: Sequence[str]) -> None:
         # A log may leave its queue out (the field is optional, and an empty one is not
@@ -189,3 +240,7 @@ class OrderRules:
             f"reaching its end ({', '.join(map(repr, partial[:5]))}), but {what}"
         )
         return Finding("BATCH-5", n, message, requests=tuple(partial))
+
+
+def _joined(place: tuple[int, int, bool]) -> str:
+    return f"{'preempted' if place[2] else 'arrived'} in iteration {place[1]}"

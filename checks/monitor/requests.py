@@ -156,8 +156,11 @@ class RequestLedger:
             )
         del self.active[request_id]
         self.committed -= record.reservation
-        self.queue[request_id] = None
-        self.queue.move_to_end(request_id, last=False)  # the latest preempted is the new head
+        self.queue[request_id] = None  # at the tail, where a declared "tail" requeue leaves it
+        if self.properties.requeue == "head":
+            self.queue.move_to_end(request_id, last=False)  # the latest preempted is the head
+        else:
+            self.tally.requeued_at_tail += 1
         if record.kv and record.generated == record.admitted_with:  # cut within its prefill
             self.cut[request_id] = (n, record.kv, record.known())
         lost, moved = self.records.preempt(request_id)

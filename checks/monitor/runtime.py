@@ -157,7 +157,7 @@ class Monitor:
         # earlier, by an 'arrive', is not among them: it joined the queue then.
         self.arrivals = self.requests.arrive(iteration)
         for rid in self.arrivals:
-            self.order.waiting(rid)
+            self.order.waiting(rid, iteration)
 
     def judge(self, event: IterationEvent) -> Finding | None:
         """Every check of the iteration :meth:`begin` started, in the spec's order."""

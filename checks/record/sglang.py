@@ -96,6 +96,7 @@ def properties(workload: Workload, options: RecordOptions) -> TargetProperties:
         prefix_sharing=options.prefix_caching,
         reserved_pages=(0,),
         order="priority" if options.policy == "priority" else "fcfs",
+        requeue="tail",  # a retracted request rejoins the queue behind it
         estimate_admission=True,
         stops_early=options.early_stops,
     )

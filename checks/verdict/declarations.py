@@ -158,6 +158,11 @@ def _words(
             e.unordered,
             f"{plural(e.unordered, 'admission')} not judged for their order (BATCH-4)",
         ),
+        "requeue": (
+            e.requeued_at_tail,
+            f"{plural(e.requeued_at_tail, 'preempted request')} rejoined the queue at its tail, "
+            "not its head (BATCH-4)",
+        ),
         "budget": (
             e.padded,
             f"{plural(e.padded, 'iteration')} left the head waiting where the padded budget "

@@ -206,7 +206,7 @@ def test_every_relaxing_declaration_says_what_it_excused_or_that_it_excused_noth
     everything = TargetProperties(
         policy="continuous", admission="lazy", token_budget=8, chunked_prefill=True,
         prefill_chunk=4, preemption=True, prefix_sharing=True, reserve_ahead=True,
-        max_model_len=64, watermark_pages=1, order="none", budget="padded",
+        max_model_len=64, watermark_pages=1, order="none", requeue="tail", budget="padded",
         estimate_admission=True, restart="fold", stops_early=True, serves_running=True,
         max_partial_prefills=2, async_scheduling=True, state_slots=2,
     )  # fmt: skip

@@ -86,12 +86,8 @@ TAKEN = _ids("PAGE-2", "PAGE-3", "PAGE-1")
 # (DEC-1); a prefill that reads as a chunk short of the prompt's end (BATCH-5 when chunking is
 # not declared, DEC-3); a request finished short of its output length (REQ-2).
 TOKEN_FEWER = _ids("DEC-1", "DEC-3", "REQ-2", "BATCH-5")
-# The queue's order is judged by the admissions after it (BATCH-4), its head by BATCH-3.
-QUEUE = _ids("BATCH-4", "BATCH-3")
-REORDERED_MISSED = (
-    "a reported waiting queue out of the declared fcfs order is not judged itself: it is taken as "
-    "the target's queue (4.6), so a swap passes unless the next admissions go against it"
-)
+# A queue's order is judged where it is reported (BATCH-4), its head by BATCH-3; a queue left
+# short is judged by the admissions after it.
 DROPPED_MISSED = (
     "a queue emptied by the request left out reads as a log that leaves the field out, which "
     "passes unless the next admissions go against the queue (a queue left with others in it is "
@@ -129,9 +125,7 @@ PLANTINGS = (
         "queue",
         "reordered",
         reorder_queue,
-        QUEUE,
-        missed={1: REORDERED_MISSED, 2: REORDERED_MISSED},
-        later=QUEUE_LATER,
+        _ids("BATCH-4", "BATCH-3"),  # BATCH-3 where the head it reports fitted a free slot
     ),
     Planting(
         "queue",
