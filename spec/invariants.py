@@ -204,9 +204,10 @@ CATALOGUE: tuple[Invariant, ...] = (
     Invariant(
         "BATCH-4",
         "Admission follows the declared order: fcfs (by arrival, ties in workload order, "
-        "preempted requests at the head), priority or shortest prompt first",
-        "Fairness as promised; skipping the head is how requests starve. The queue is the "
-        "target's own, as it reports it.",
+        "preempted requests at the head, or the tail if declared), priority or shortest prompt "
+        "first",
+        "Fairness as promised; skipping the head is how requests starve. Admissions are read "
+        "from the queue the target reports, and under fcfs that queue must be in order too.",
         ("static", "continuous", "declared"),
         "reference/scheduler.py schedule; monitor (checks/monitor/order.py)",
         layer="conformance",
