@@ -130,11 +130,19 @@ class DecodeList:
                 if rid not in batch:
                     dropped.append(rid)
         elif left:
-            for rid in old:
-                if rid in left:
+            for rid in left:  # a few: each looked up once, not each id of the list
+                if rid in members:
                     dropped.append(rid)
         kept = old
-        if dropped:
+        if dropped and len(members) == len(old):  # each id once: cut out where it stands
+            parts: list[str] = []
+            start = 0
+            for at in sorted([old.index(rid) for rid in dropped]):
+                parts.extend(old[start:at])
+                start = at + 1
+            parts.extend(old[start:])
+            kept = tuple(parts)
+        elif dropped:
             gone = set(dropped)
             kept = tuple([rid for rid in old if rid not in gone])
         head, tail = b"[]", None
