@@ -49,8 +49,8 @@ def _kind(fast: steady.SteadyDecode, line: IterationLine) -> str:
     if Admit in kinds:
         return "admit"
     last = line.ops[-1] if line.ops else None
-    same = isinstance(last, Decode) and last.requests == fast.decode_raw
-    return "decode-only" if same and fast.last_decode is fast.decode_ids else "decode-changed"
+    same = isinstance(last, Decode) and last.requests == fast.decode.raw
+    return "decode-only" if same and fast.last_decode is fast.decode.ids else "decode-changed"
 
 
 if __name__ == "__main__":

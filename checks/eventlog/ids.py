@@ -2,7 +2,8 @@
 
 Both mostly repeat the last line's, so each is decoded only when its bytes change.
 :func:`decode_ids` decodes and validates one; :func:`split_queue` decodes a line but its queue,
-and :class:`QueueReader` reads the queue as a change to the last line's.
+:class:`QueueReader` reads the queue as a change to the last line's, and :class:`DecodeList`
+the decode list so.
 
 A busy engine's queue can hold hundreds of requests, and a log repeats it on every line. From
 one line to the next it mostly stays the same, or loses a few requests at its head (admitted)
@@ -70,6 +71,100 @@ def decode_ids(raw: msgspec.Raw | bytes) -> tuple[str, ...] | None:
         return _IDS.decode(raw)
     except msgspec.ValidationError:
         return None
+
+
+def appended(raw: bytes, head: bytes) -> tuple[str, ...] | None:
+    """The ids that follow those whose canonical JSON is ``head`` (as msgspec writes them) in
+    the list whose JSON is ``raw``, if ``raw`` is ``head`` but for its closing bracket, then
+    that bracket or a comma and a list of ids; ``None`` if not (:func:`decode_ids` then decodes
+    it whole).
+
+    Sound for bytes no decoder has seen: ``head`` decodes to its ids, and if ``[`` and what
+    follows the comma decode as a list of one id or more, ``raw`` is a list of ``head``'s ids
+    and then those, and decodes to them."""
+    end = len(head) - 1  # head's closing bracket
+    if raw[:end] != head[:end]:
+        return None
+    rest = raw[end:]
+    if rest == b"]":
+        return ()
+    if rest[:1] != b"," or end < 2:  # "[" and a comma: no list
+        return None
+    try:
+        tail = _IDS.decode(b"[" + rest[1:])
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    return tail if tail else None  # "[ids,]" is no list
+
+
+class DecodeList:
+    """The decode list of each line in turn, as ids and as a set of them.
+
+    From one line to the next a decode list mostly stays the same, or loses the requests that
+    left the batch (finished, or preempted) and gains at its end those that computed their
+    prompt's end. Decoding it whole makes every id anew, and hashing them into a set costs as
+    much again, so a changed list is first read as the last one's ids less those that left, in
+    their order, and then new ids (:func:`appended`): the ids kept are the same objects, their
+    hashes already made, and only the new ones are decoded and added to the set. Who left is
+    the caller's guess; the bytes decide. Any other change is decoded whole."""
+
+    def __init__(self) -> None:
+        self.raw = msgspec.Raw(b"[]")
+        self.ids: tuple[str, ...] = ()
+        self.members: set[str] = set()
+        """The ids of :attr:`ids` as a set: one object, updated as they change, for the fast
+        path to read on the line it was read for."""
+        self.written: bytes | None = b"[]"
+        """The canonical JSON of :attr:`ids`, where it is known."""
+
+    def read(self, raw: msgspec.Raw, left: dict[str, None] | None, batch: dict[str, None]) -> bool:
+        """Read ``raw``, a decode list's JSON, into :attr:`ids` and :attr:`members`; ``False``
+        if it is not a list of ids, the last list kept. ``left``: who is likely to have left
+        the list since it was last read, ``None`` if any not in ``batch`` may have."""
+        if raw == self.raw:
+            return True
+        old, members = self.ids, self.members
+        dropped: list[str] = []
+        if left is None:
+            for rid in old:
+                if rid not in batch:
+                    dropped.append(rid)
+        elif left:
+            for rid in left:  # a few: each looked up once, not each id of the list
+                if rid in members:
+                    dropped.append(rid)
+        kept = old
+        if dropped and len(members) == len(old):  # each id once: cut out where it stands
+            parts: list[str] = []
+            start = 0
+            for at in sorted([old.index(rid) for rid in dropped]):
+                parts.extend(old[start:at])
+                start = at + 1
+            parts.extend(old[start:])
+            kept = tuple(parts)
+        elif dropped:
+            gone = set(dropped)
+            kept = tuple([rid for rid in old if rid not in gone])
+        head, tail = b"[]", None
+        if kept:
+            # msgspec decodes no lone surrogate, so every id it decoded encodes.
+            head = (self.written if kept is old else None) or _ENCODER.encode(kept)
+            tail = appended(bytes(raw), head)
+        if tail is None:
+            ids = decode_ids(raw)
+            if ids is None:
+                return False
+            self.members, self.written = set(ids), None
+        else:
+            # An id is kept or dropped wherever it stands in the list, so the set less the
+            # dropped is the set of those kept.
+            for rid in dropped:
+                members.discard(rid)
+            members.update(tail)
+            ids = kept + tail
+            self.written = head[:-1] + b"," + _ENCODER.encode(tail)[1:] if tail else head
+        self.raw, self.ids = raw, ids
+        return True
 
 
 def ids_error(raw: msgspec.Raw | bytes, field: str, where: str) -> EventLogError:

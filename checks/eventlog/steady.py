@@ -21,9 +21,7 @@ page ledger only when a line is declined, too (:mod:`.steady_pages`).
 
 from __future__ import annotations
 
-import msgspec
-
-from kvsched.checks.eventlog.ids import decode_ids
+from kvsched.checks.eventlog.ids import DecodeList
 from kvsched.checks.eventlog.lowering import Lowering
 from kvsched.checks.eventlog.steady_lazy import LazyCounts
 from kvsched.checks.eventlog.steady_ops import LineOps, sort_ops
@@ -78,9 +76,11 @@ class SteadyDecode:
         self.pages = (SharedPages if shared else DeferredPages)(monitor.pages, lowering.tables)
         self.last_decode: tuple[str, ...] | None = None
         """The last line's decode list while its requests are exactly :attr:`lazy`."""
-        self.decode_raw = msgspec.Raw(b"[]")
-        self.decode_ids: tuple[str, ...] = ()
-        """The last decode list read, as JSON and as ids: most lines repeat it."""
+        self.decode = DecodeList()
+        """The last decode list read: most lines repeat it, or change it a little."""
+        self.left: dict[str, None] | None = None
+        """The requests the last line taken in finished: they leave the next decode list.
+        ``None`` after a line the full path judged, which may have taken out any."""
         self.taken = TakenLines()
         self.batch: tuple[str, ...] | None = None
         """The lowering's batch as a tuple, while no line has changed it since it was made."""
@@ -125,19 +125,17 @@ class SteadyDecode:
             return None
         if raw is None:
             decoding: tuple[str, ...] = ()
-        elif raw == self.decode_raw:
-            decoding = self.decode_ids
+            members: set[str] = set()
         else:
-            read = decode_ids(raw)
-            if read is None:
+            if not self.decode.read(raw, self.left, active):
                 return None  # malformed: the full path says so
-            decoding, self.decode_raw, self.decode_ids = read, raw, read
+            decoding, members = self.decode.ids, self.decode.members
         clock = self.clock + 1
         if decoding is self.last_decode:
             joiners: list[str] = []
             in_decode: dict[str, int] | set[str] = lazy
         else:
-            in_decode = set(decoding)
+            in_decode = members
             if len(in_decode) != len(decoding):
                 return None
             # That every lazy request decodes follows from the counts below: the batch is the
@@ -282,6 +280,7 @@ class SteadyDecode:
             self.pages.give_back(rid, frees.get(rid, ()))
         self.monitor.order.keep(waiting)
         self.last_decode = None if finishes else decoding
+        self.left = finishes
 
     def flush(self) -> None:
         """Bring every count up to date, the page ledger, and the monitor's recent events, for
@@ -289,6 +288,7 @@ class SteadyDecode:
         self.counts.bring_in(self.clock)
         self.pages.tell()
         self.last_decode = None
+        self.left = None
         self.batch = None
         self.monitor.recent.extend(self.taken.later(self.lowering))
 

@@ -94,13 +94,35 @@ class PrefixContent:
         ``records`` the live requests' records, whose KV says how far each page was filled."""
         if not self.enabled:
             return None
+        # Compiled, a dict is read through the C API and any other mapping by method calls; the
+        # event-log checker's fast path passes dicts, on every line that allocates.
+        return self._check(
+            n,
+            allocated if isinstance(allocated, dict) else dict(allocated),
+            tables if isinstance(tables, dict) else dict(tables),
+            hits if isinstance(hits, dict) else dict(hits),
+            cache if isinstance(cache, dict) else dict(cache),
+            records if isinstance(records, dict) else dict(records),
+        )
+
+    def _check(
+        self,
+        n: int,
+        allocated: dict[str, tuple[int, ...]],
+        tables: dict[str, tuple[int, ...]],
+        hits: dict[str, tuple[int, ...]],
+        cache: dict[str, int],
+        records: dict[str, RequestRecord],
+    ) -> Finding | None:
         size, writers = self.page_size, self.writers
         for rid, new in allocated.items():
             table = tables.get(rid, ())
             record = records.get(rid)
             if record is None:
                 continue
-            first, hit, cached = len(table) - len(new), hits.get(rid), cache.get(rid, 0)
+            first = len(table) - len(new)
+            hit = hits.get(rid) if hits else None  # most lines take no page by reference
+            cached = cache.get(rid, 0) if cache else 0
             if not hit and not cached:  # the usual allocation: fresh pages, named by their writer
                 for index in range(max(first, 0), len(table)):
                     writers[table[index]] = (record, index)

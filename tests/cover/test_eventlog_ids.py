@@ -1,6 +1,6 @@
-"""The lists of ids a version-2 line keeps as raw JSON (its queue and its decode list), the queue
-split off a compact line before it is decoded, and the check for repeated keys that spares the
-reader re-encoding every line."""
+"""The lists of ids a version-2 line keeps as raw JSON (its queue and its decode list, each read
+as a change to the last line's), the queue split off a compact line before it is decoded, and
+the check for repeated keys that spares the reader re-encoding every line."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kvsched.checks.eventlog.ids import QueueReader, split_queue
+from kvsched.checks.eventlog.ids import DecodeList, QueueReader, appended, split_queue
 from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine
@@ -198,3 +198,72 @@ def test_a_head_that_finished_since_is_cut_by_decoding_the_queue_whole() -> None
     reader.read(written(["a", "b"], False), "line")
     reader.forget("a")
     assert reader.read(written(["b", "c"], False), "line") == ("b", "c")
+
+
+@st.composite
+def decode_changes(draw: st.DrawFn) -> list[tuple[list[str], bool, set[str] | None, set[str]]]:
+    """Decode lists in turn, each the last less some ids, more some at its end, and now and then
+    an id substituted or two swapped; with the guess of who left (right, wrong or ``None``) and
+    the batch a reader is given for it."""
+    steps = []
+    last: list[str] = []
+    for _ in range(draw(st.integers(1, 10))):
+        gone = draw(st.sets(st.integers(0, max(len(last) - 1, 0))))
+        ids = [rid for i, rid in enumerate(last) if i not in gone]
+        ids += draw(st.lists(st.sampled_from(TRICKY), max_size=3))
+        change = draw(st.integers(0, 3))
+        if ids and change == 1:  # an id in another's place
+            ids[draw(st.integers(0, len(ids) - 1))] = draw(st.sampled_from(TRICKY))
+        elif len(ids) > 1 and change == 2:  # two ids swapped
+            i, j = draw(st.lists(st.integers(0, len(ids) - 1), min_size=2, max_size=2))
+            ids[i], ids[j] = ids[j], ids[i]
+        left = draw(
+            st.one_of(
+                st.just({rid for i, rid in enumerate(last) if i in gone}),
+                st.sets(st.sampled_from(TRICKY), max_size=3),
+                st.none(),
+            )
+        )
+        batch = draw(st.one_of(st.just(set(ids)), st.sets(st.sampled_from(TRICKY))))
+        steps.append((ids, draw(st.booleans()), left, batch))
+        last = ids
+    return steps
+
+
+@given(decode_changes())
+def test_the_decode_list_read_as_a_change_is_the_list_decoded_whole(steps: list) -> None:
+    reader = DecodeList()
+    for ids, spaced, left, batch in steps:
+        guess = None if left is None else dict.fromkeys(left)
+        assert reader.read(written(ids, spaced), guess, dict.fromkeys(batch))
+        assert reader.ids == tuple(ids)
+        assert reader.members == set(ids)
+        assert reader.written in (None, msgspec.json.encode(ids))
+
+
+def test_a_decode_list_that_is_no_list_of_ids_leaves_the_reader_as_it_was() -> None:
+    reader = DecodeList()
+    assert reader.read(written(["a", "b"], False), None, {})
+    assert not reader.read(msgspec.Raw(b'["a","b",3]'), {}, {"a": None, "b": None})
+    assert reader.ids == ("a", "b")
+    assert reader.members == {"a", "b"}
+
+
+@given(
+    st.lists(st.sampled_from(TRICKY), max_size=6),
+    st.lists(st.sampled_from(TRICKY), max_size=3),
+    st.tuples(st.integers(0, 40), JUNK),
+)
+@example(["a"], [], (4, ",]"))  # a comma and no id after it
+@example([], ["a"], (1, ',"a"]'))  # a comma and no id before it
+def test_appended_reads_any_bytes_as_a_decoder_would(
+    head: list[str], tail: list[str], damage: tuple[int, str]
+) -> None:
+    raw = msgspec.json.encode([*head, *tail])
+    at, junk = damage
+    broken = raw[:at] + junk.encode() + raw[at + len(junk) :]
+    read = appended(broken, msgspec.json.encode(head))
+    if read is not None:
+        assert json.loads(broken) == [*head, *read], broken
+    elif broken == raw:
+        assert not head and tail  # a canonical list is read unless it has no head

@@ -215,6 +215,44 @@ def test_busy_shape_is_taken_fast_end_to_end(tmp_path: Path) -> None:
     assert checked.fast_lines > checked.iterations * 3 // 4
 
 
+def test_decode_lists_changed_otherwise_than_by_who_left_agree(tmp_path: Path) -> None:
+    """The fast path reads a changed decode list as the last one less the requests the line
+    before finished, then new ids (checks/eventlog/ids.py, ``DecodeList``). A list that keeps
+    a finished request, lists it in another's place, or reorders those kept is judged as the
+    full path judges it."""
+    recorded = run(busy(120, 7), ContinuousScheduler, "continuous")
+    path = write_v2(tmp_path / "busy.jsonl", recorded, TargetProperties(policy="continuous"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+
+    def decode_list(row: dict[str, Any]) -> list[str]:
+        return next((op[1] for op in row.get("ops", ()) if op[0] == "decode"), [])
+
+    after_finishes = [
+        (i, [op[1] for op in rows[i - 1]["ops"] if op[0] == "finish"])
+        for i in range(2, len(rows))
+        if rows[i].get("type") == "iteration"
+        and len(decode_list(rows[i])) > 1
+        and any(op[0] == "finish" for op in rows[i - 1].get("ops", ()))
+    ]
+    assert len(after_finishes) >= 4
+    changes: list[Callable[[list[str], list[str]], None]] = [
+        lambda listed, finished: listed.insert(0, finished[0]),  # kept on, listed first
+        lambda listed, finished: listed.__setitem__(-1, finished[0]),  # in another's place
+        lambda listed, finished: listed.__setitem__(0, finished[0]),
+        lambda listed, finished: listed.append(finished[0]),  # kept on, listed last
+        lambda listed, finished: listed.reverse(),  # those kept reordered
+    ]
+    taken = 0
+    for trial, change in enumerate(changes):
+        for index, finished in after_finishes[trial :: len(changes)][:3]:
+            broken = json.loads(json.dumps(rows))
+            change(decode_list(broken[index]), finished)
+            out = tmp_path / f"changed-{trial}-{index}.jsonl"
+            out.write_text("".join(json.dumps(row, separators=(",", ":")) + "\n" for row in broken))
+            taken += assert_same(out)
+    assert taken > 0
+
+
 def big_batch_logs(tmp_path: Path, seed: int, count: int) -> list[Path]:
     """Clean logs of 64 to 256 slots, pages of 1 to 16 tokens, tight and roomy pools."""
     rng = random.Random(seed)
