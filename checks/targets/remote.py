@@ -213,7 +213,7 @@ class RemoteTarget:
         return answer
 
     def function(self, name: str, arguments: tuple[Any, ...]) -> Any:
-        def most(sent: int, size: int) -> tuple[int, str]:
+        def most(sent: int, size: int) -> tuple[int, bounds.Why]:
             return bounds.function_bytes(sent, arguments)
 
         return self._answer(
@@ -249,7 +249,7 @@ class RemoteTarget:
         unsent = held_bytes if kept else 0
         message: list[Any] = ["step", key, kept, list(arguments)]
 
-        def most(sent: int, size: int) -> tuple[int, str]:
+        def most(sent: int, size: int) -> tuple[int, bounds.Why]:
             """The bound of an answer of ``size`` bytes to the call as sent unbatched, of
             ``sent`` bytes (-1: not sent, measured only if the answer is over the bound of a
             call that sends nothing, which is never above the call's own)."""
@@ -375,7 +375,7 @@ class RemoteTarget:
         reply: tuple[wire.Status, msgspec.Raw, int],
         reader: Callable[[Any], Any] | None,
         call: str,
-        most: Callable[[int, int], tuple[int, str]],
+        most: Callable[[int, int], tuple[int, bounds.Why]],
         stepped: bool = False,
     ) -> Any:
         """The answer ``reply`` (:meth:`_exchange`'s), read by ``reader``; ``most`` gives, from
