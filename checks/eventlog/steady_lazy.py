@@ -79,9 +79,10 @@ class LazyCounts:
         cached, tokens = ops.cached, ops.tokens
         tables, page_size = self.tables, self.page_size
         named: dict[str, int] = {}
-        # Most lines name only the requests they give a page.
+        # Most lines name only the requests they give a page. The joiners as a comprehension,
+        # not dict.fromkeys: compiled, that is a method looked up and called.
         names = (
-            {**grown, **finishes, **dict.fromkeys(joiners), **computes}
+            {**grown, **finishes, **{rid: None for rid in joiners}, **computes}
             if (finishes or joiners or computes)
             else grown
         )
