@@ -22,6 +22,7 @@ decoder has seen. Any other change is decoded whole.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 import msgspec
 
@@ -30,8 +31,9 @@ from kvsched.checks.eventlog.source import validation_message
 from kvsched.checks.eventlog.version1 import Ids
 from kvsched.checks.eventlog.version2 import BARE_KEYS, DECODER, IterationLine
 
-_IDS = msgspec.json.Decoder(Ids)
-_ENCODER = msgspec.json.Encoder()
+# Final: compiled statics, not looked up in the module's globals at each use.
+_IDS: Final = msgspec.json.Decoder(Ids)
+_ENCODER: Final = msgspec.json.Encoder()
 _QUEUE_KEY = b',"waiting":['
 
 

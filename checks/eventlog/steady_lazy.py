@@ -10,7 +10,7 @@ When a request must next be named is known in advance, from the checks' request 
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Container
 
 from kvsched.checks.eventlog.steady_ops import LineOps
 from kvsched.checks.monitor.registry import (
@@ -26,11 +26,12 @@ from kvsched.spec.events import IterationEvent
 class LazyCounts:
     """The requests decoding lazily, the clock each one's counts are as of, and their dues."""
 
-    def __init__(self, monitor: Monitor, tables: Mapping[str, tuple[int, ...]]) -> None:
+    def __init__(self, monitor: Monitor, tables: dict[str, tuple[int, ...]]) -> None:
         self.records = monitor.requests.records
         """The one record of each request (the monitor's, which the meter reads too)."""
         self.tables = tables
-        """The live tables as the log built them (the reader's), kept by the fast path."""
+        """The live tables as the log built them (the reader's), kept by the fast path. A
+        dict, not a ``Mapping``: compiled, its ``get`` is a C call, not a method looked up."""
         self.page_size = monitor.limits.page_size
         self.predicates: tuple[RequestPredicate, ...] = tuple(
             check.steady.request
@@ -78,9 +79,10 @@ class LazyCounts:
         cached, tokens = ops.cached, ops.tokens
         tables, page_size = self.tables, self.page_size
         named: dict[str, int] = {}
-        # Most lines name only the requests they give a page.
+        # Most lines name only the requests they give a page. The joiners as a comprehension,
+        # not dict.fromkeys: compiled, that is a method looked up and called.
         names = (
-            {**grown, **finishes, **dict.fromkeys(joiners), **computes}
+            {**grown, **finishes, **{rid: None for rid in joiners}, **computes}
             if (finishes or joiners or computes)
             else grown
         )

@@ -11,7 +11,7 @@ rejects as malformed, or that takes, gives back or counts a state slot) goes to 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 
@@ -31,6 +31,20 @@ from kvsched.checks.eventlog.version2 import (
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.reference.record import RequestRecord
 from kvsched.spec.vocabulary import WAITING
+
+# The kinds of operation, and the status admitted from, as compiled statics: a name imported from
+# an interpreted module is looked up in this module's globals at each use, and sort_ops tests
+# each operation of every line against several kinds.
+_ALLOC: Final = Alloc
+_SHARE: Final = Share
+_DECODE: Final = Decode
+_ADMIT: Final = Admit
+_CACHE: Final = Cache
+_COMPUTE: Final = Compute
+_TOKEN: Final = Token
+_FINISH: Final = Finish
+_FREE: Final = Free
+_WAITING: Final = WAITING
 
 
 def in_scope(header: LogHeader) -> bool:
@@ -75,14 +89,16 @@ class LineOps:
 
 def sort_ops(
     line: IterationLine,
-    live: Mapping[str, RequestRecord],
-    active: Mapping[str, None],
+    live: dict[str, RequestRecord],
+    active: dict[str, None],
     pages: PageLedger,
 ) -> LineOps | None:
     """The operations of ``line`` sorted, if each is of a kind and in a place the fast path
     takes: pages of the pool for a request of the batch (whether another holds them is the
     caller's to say), pages taken by reference and cache hits at admission where the log
-    declares prefix sharing, admissions of waiting requests, at most one decode list."""
+    declares prefix sharing, admissions of waiting requests, at most one decode list.
+    ``live`` and ``active`` are dicts, not ``Mapping``s: compiled, each lookup is then a C call,
+    not a method looked up on every operation."""
     if line.free_slots is not None:
         return None  # a slot count where none is declared: the lowering refuses the line
     ops = LineOps()
@@ -101,7 +117,7 @@ def sort_ops(
     phase = 0
     for op in line.ops:
         kind = type(op)
-        if kind is Alloc:
+        if kind is _ALLOC:
             rid, given = op.request, op.pages  # type: ignore[union-attr]
             if phase or isinstance(given, int) or not (rid in active or rid in admitted):
                 return None
@@ -109,7 +125,7 @@ def sort_ops(
             grown[rid] = grown.get(rid, 0) + len(given)
             gained[rid] = gained.get(rid, ()) + given
             allocs.append(op)  # type: ignore[arg-type]
-        elif kind is Share:
+        elif kind is _SHARE:
             rid = op.request  # type: ignore[union-attr]
             hit: tuple[int, ...] = op.pages  # type: ignore[union-attr,assignment]
             # A hit comes at admission, before the request's fresh pages: its table begins.
@@ -119,40 +135,40 @@ def sort_ops(
             grown[rid] = len(hit)
             gained[rid] = shared[rid] = hit
             allocs.append(op)  # type: ignore[arg-type]
-        elif kind is Decode:
+        elif kind is _DECODE:
             if phase > 1 or ops.decode is not None:
                 return None
             phase, ops.decode = 1, op.requests  # type: ignore[union-attr]
-        elif kind is Admit:
+        elif kind is _ADMIT:
             rid = op.request  # type: ignore[union-attr]
             record = live.get(rid)
-            if phase or record is None or record.status is not WAITING or rid in admitted:
+            if phase or record is None or record.status is not _WAITING or rid in admitted:
                 return None
             admitted[rid] = None
-        elif kind is Cache:
+        elif kind is _CACHE:
             rid, amount = op.request, op.tokens  # type: ignore[union-attr]
             if phase > 1 or rid not in shared or rid in cached or rid in computes or amount < 1:
                 return None
             phase, cached[rid] = 1, amount
-        elif kind is Compute:
+        elif kind is _COMPUTE:
             rid, amount = op.request, op.tokens  # type: ignore[union-attr]
             if phase > 1 or rid in computes or amount < 1:
                 return None
             if not (rid in active or rid in admitted):
                 return None
             phase, computes[rid] = 1, amount
-        elif kind is Token:
+        elif kind is _TOKEN:
             rid = op.request  # type: ignore[union-attr]
             if phase > 1 or rid in tokens or rid not in computes:
                 return None
             phase = 1
             tokens[rid] = None
-        elif kind is Finish:
+        elif kind is _FINISH:
             rid = op.request  # type: ignore[union-attr]
             if rid in finishes:
                 return None
             phase, finishes[rid] = 2, None
-        elif kind is Free:
+        elif kind is _FREE:
             rid, given = op.request, op.pages  # type: ignore[union-attr]
             if not phase or isinstance(given, int) or rid not in finishes:
                 return None

@@ -20,8 +20,13 @@ current; the ledger's are the requests' records' (``RequestRecord.table``), as l
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from typing import Final
 
 from kvsched.checks.monitor.pages import PageLedger
+
+_DONE: Final = -(1 << 40)
+"""A page's mark in :attr:`SharedPages.counted` once :meth:`SharedPages.held_after` has counted
+it given back: no page has that many holders."""
 
 
 class DeferredPages:
@@ -136,6 +141,10 @@ class SharedPages(DeferredPages):
         :meth:`tell` resets, not the whole pool (up to 2**20 pages) for every line declined."""
         self.net = 0
         """The change in the pages held since the ledger was last told."""
+        self.counted: list[int] = [0] * ledger.pool_pages
+        """Scratch for :meth:`held_after`, by page id: 0 for every page between its calls."""
+        self.marked: list[int] = []
+        """The pages :meth:`held_after` moved in :attr:`counted`, to put back to 0."""
 
     def holders(self, page: int) -> int:
         held = self.ledger.holders.get(page)
@@ -157,25 +166,41 @@ class SharedPages(DeferredPages):
         """Pages held once a line's schedule took ``fresh`` (shown free) and ``shared``, and
         once its finished requests gave back ``frees``: a page is held while anyone holds it."""
         scheduled = self.held() + len(fresh)
-        gained: dict[int, int] = {}
+        # Each page's holders the line adds less those it gives back, counted in a list by page
+        # id (:attr:`counted`, all 0 between calls), not a dict: a dict boxed and hashed each
+        # page. The pages counted are put back to 0 before returning.
+        counted, marked = self.counted, self.marked
         for pages in shared.values():
             for page in pages:
-                count = gained.get(page)
-                if count is None:
+                count = counted[page]
+                if not count:
+                    marked.append(page)
                     scheduled += self.holders(page) == 0
-                    gained[page] = 1
-                else:
-                    gained[page] = count + 1
+                counted[page] = count + 1
         end = scheduled
         if frees:
             for page in fresh:
-                gained[page] = 1
-            given: dict[int, int] = {}
+                if not counted[page]:
+                    marked.append(page)
+                counted[page] = 1
+            given: list[int] = []
             for pages in frees.values():
                 for page in pages:
-                    given[page] = given.get(page, 0) + 1
-            for page, count in given.items():
-                end -= self.holders(page) + gained.get(page, 0) == count
+                    count = counted[page]
+                    if not count:
+                        marked.append(page)
+                    counted[page] = count - 1
+                    given.append(page)
+            # A page given back is free at the end if no holder is left: the ledger's, the
+            # change since, and the line's all given back. Each page counted once (_DONE).
+            for page in given:
+                count = counted[page]
+                if count != _DONE:
+                    end -= self.holders(page) + count == 0
+                    counted[page] = _DONE
+        for page in marked:
+            counted[page] = 0
+        marked.clear()
         return scheduled, end
 
     def take(self, rids: Iterable[str], pages: Collection[int]) -> None:

@@ -151,6 +151,65 @@ def test_shared_pages_agree_with_a_ledger_kept_page_by_page() -> None:
         assert (told.holders, tables(told)) == (eager.holders, tables(eager)), trial
 
 
+def test_held_after_counts_a_whole_line_at_once() -> None:
+    """``held_after`` over lines that admit several requests, some taking the same pages by
+    reference, and finish several, some giving back the same shared page: the pages held are
+    those of the tables before and after the line, call after call (what it counts in one call
+    must not leak into the next, nor a page given back twice be freed twice)."""
+    rng = random.Random(20261205)
+    limits = Limits(batch_limit=8, page_size=4, pool_pages=POOL)
+    for trial in range(300):
+        told = ledger(limits, sharing=True)
+        live: dict[str, tuple[int, ...]] = {}
+        shared_pages = SharedPages(told, live)
+        serial = 0
+        for _ in range(rng.randint(1, 30)):
+            held = {page for table in live.values() for page in table}
+            leaving = rng.sample(sorted(live), rng.randint(0, min(3, len(live))))
+            free = [page for page in range(POOL) if page not in held]
+            rng.shuffle(free)
+            shares: dict[str, tuple[int, ...]] = {}
+            fresh: dict[str, tuple[int, ...]] = {}
+            chosen: set[int] = set()
+            for _ in range(rng.randint(0, 3)):
+                rid = f"r{serial}"
+                serial += 1
+                admit((told,), rid)
+                # A page taken by reference is held, or kept free; none is also fresh in the line.
+                hit = tuple(rng.sample(range(POOL), rng.randint(0, 3)))
+                hit = tuple(page for page in hit if page in held or rng.random() < 0.3)
+                hit = tuple(page for page in hit if page not in chosen)
+                mine = tuple(page for page in free[: rng.randint(0, 2)] if page not in hit)
+                free = [page for page in free if page not in mine and page not in hit]
+                chosen.update(mine)
+                if hit:
+                    shares[rid] = hit
+                fresh[rid] = mine
+            after = {rid: live[rid] for rid in live if rid not in leaving}
+            after.update({rid: shares.get(rid, ()) + fresh[rid] for rid in fresh})
+            frees = {rid: live[rid] for rid in leaving}
+            scheduled, end = shared_pages.held_after(
+                {page for pages in fresh.values() for page in pages},
+                shares,
+                frees,
+                sum(len(pages) for pages in frees.values()),
+            )
+            taken = held | {page for pages in [*shares.values(), *fresh.values()] for page in pages}
+            assert scheduled == len(taken), trial
+            assert end == len({page for table in after.values() for page in table}), trial
+            shared_pages.share(shares)
+            for rid, mine in fresh.items():
+                live[rid] = shares.get(rid, ()) + mine
+                shared_pages.take((rid,), mine)
+            for rid in leaving:
+                given = live.pop(rid)
+                finish((told,), rid)
+                shared_pages.give_back(rid, given)
+            assert shared_pages.held() == end, trial
+            if rng.random() < 0.3:
+                shared_pages.tell()
+
+
 def test_a_line_allocating_nothing_is_lowered_again_as_it_was(tmp_path: Path) -> None:
     """An allocation of no pages, in a line taken fast: undoing it cuts nothing (a cut written
     ``table[:-len(pages)]`` would empty the table), and the lines before a finding a few lines
