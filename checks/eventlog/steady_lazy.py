@@ -152,6 +152,9 @@ class LazyCounts:
         if computed is None:
             self.clear()
             return
+        # Compiled, a dict is read through the C API and any other mapping by method calls;
+        # the lowering makes dicts.
+        amounts = computed if isinstance(computed, dict) else dict(computed)
         records = self.records
         live = records.live
         touched = {op.request for op in event.schedule}
@@ -173,7 +176,7 @@ class LazyCounts:
                 or rid in touched
                 or rid not in once
                 or rid not in live
-                or computed.get(rid) != 1
+                or amounts.get(rid, 0) != 1
                 or not records.is_steady(rid)
             ):
                 dropped.append(rid)

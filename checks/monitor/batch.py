@@ -110,9 +110,12 @@ class BatchRules:
         reached by the batch's own prefills, as the records show them."""
         if "BATCH-6" not in self.applicable:
             return None
+        # Compiled, a dict is read through the C API and any other mapping by method calls;
+        # the event-log lowering makes dicts.
+        amounts = computed if isinstance(computed, dict) else dict(computed)
         admitted, finished = set(event.admitted), set(event.finished)
         ran = [rid for rid in event.active if rid not in admitted]
-        skipped = [rid for rid in ran if not computed.get(rid) and rid not in finished]
+        skipped = [rid for rid in ran if not amounts.get(rid) and rid not in finished]
         if not skipped:
             return None
         budget = self.properties.token_budget
