@@ -105,7 +105,7 @@ class Meter:
             self._count(event)
         self.preemptions += len(event.preempted)
         given = event.page_tables
-        tables = given if isinstance(given, dict) else dict(given)
+        tables: dict[str, tuple[int, ...]] = given if isinstance(given, dict) else dict(given)
         unused = 0
         for rid in event.active:
             record = records.get(rid)  # a finished request is forgotten (the monitor says what

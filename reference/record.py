@@ -162,12 +162,16 @@ class Records:
             if record is not None:  # the monitor says what is wrong with a stranger's token
                 record.generated += 1
                 progress += 1
-        for rid, amount in cached.items():
+        # Compiled, a dict is read through the C API and any other mapping by method calls; the
+        # event-log reader makes dicts.
+        hits: dict[str, int] = cached if isinstance(cached, dict) else dict(cached)
+        for rid, amount in hits.items():
             record = live.get(rid)
             if record is not None:
                 record.kv += amount
+        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
         recomputed = 0
-        for rid, amount in computed.items():
+        for rid, amount in amounts.items():
             record = live.get(rid)
             if record is None:
                 continue
@@ -179,7 +183,7 @@ class Records:
             if now > record.most:
                 progress += now - record.most
                 record.most = now
-        for rid in cached:
+        for rid in hits:
             record = live.get(rid)
             if record is not None and record.kv > record.most:
                 progress += record.kv - record.most

@@ -154,7 +154,7 @@ class LazyCounts:
             return
         # Compiled, a dict is read through the C API and any other mapping by method calls;
         # the lowering makes dicts.
-        amounts = computed if isinstance(computed, dict) else dict(computed)
+        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
         records = self.records
         live = records.live
         touched = {op.request for op in event.schedule}

@@ -112,7 +112,7 @@ class BatchRules:
             return None
         # Compiled, a dict is read through the C API and any other mapping by method calls;
         # the event-log lowering makes dicts.
-        amounts = computed if isinstance(computed, dict) else dict(computed)
+        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
         admitted, finished = set(event.admitted), set(event.finished)
         ran = [rid for rid in event.active if rid not in admitted]
         skipped = [rid for rid in ran if not amounts.get(rid) and rid not in finished]
