@@ -147,7 +147,7 @@ class Meter:
         if free_slots > 0 and waiting:
             head = self.records.live.get(waiting[0])
             free_pages = self.usable - in_use() - self.declared.watermark_pages
-            needed = 0 if head is None else head.request.prompt_tokens + head.generated + 1
+            needed = 0 if head is None else head.prompt_tokens + head.generated + 1
             if head is not None and pages_for(needed, self.limits.page_size) <= free_pages:
                 self.idle += min(free_slots, len(waiting))
 

@@ -38,6 +38,8 @@ class RequestRecord:
         "kv",
         "most",
         "moved",
+        "output_tokens",
+        "prompt_tokens",
         "request",
         "reservation",
         "stamp",
@@ -47,6 +49,11 @@ class RequestRecord:
 
     def __init__(self, request: Request, reservation: int) -> None:
         self.request = request
+        # The request's sizes, read on every iteration it decodes in: a request is frozen, and
+        # compiled, a field of this record is read inline, one of the (interpreted) request by
+        # an attribute lookup.
+        self.prompt_tokens = request.prompt_tokens
+        self.output_tokens = request.output_tokens
         self.status: RequestStatus = NOT_ARRIVED
         """Moved only by :class:`Records`' transitions; a finished request leaves
         :attr:`Records.live`."""
@@ -74,11 +81,11 @@ class RequestRecord:
 
     def known(self) -> int:
         """Its prompt plus its output so far: the tokens its KV may cover."""
-        return self.request.prompt_tokens - self.moved + self.generated
+        return self.prompt_tokens - self.moved + self.generated
 
     def output_length(self) -> int:
         """The output tokens it produces in all, fold restarts included."""
-        return self.request.output_tokens + self.moved
+        return self.output_tokens + self.moved
 
 
 class Records:

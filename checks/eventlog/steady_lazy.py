@@ -99,7 +99,7 @@ class LazyCounts:
                 kv = made = 1
             request = SteadyRequest(  # a fold restart moved tokens from its prompt to its output
                 record.kv + kv,
-                record.request.prompt_tokens - record.moved,
+                record.prompt_tokens - record.moved,
                 record.generated + made,
                 record.output_length(),
                 len(tables.get(rid, ())) + grown.get(rid, 0),
