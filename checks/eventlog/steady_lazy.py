@@ -54,13 +54,6 @@ class LazyCounts:
             rid in told or len(self.tables.get(rid, ())) == len(self.records.live[rid].table)
         )
 
-    def bring(self, rid: str, clock: int) -> None:
-        """Count ``rid``'s steady steps into its record, as of ``clock``."""
-        steps = clock - self.lazy[rid]
-        if steps:
-            self.records.steady_steps(rid, steps)
-        self.lazy[rid] = clock
-
     def named(
         self,
         clock: int,
@@ -188,8 +181,11 @@ class LazyCounts:
 
     def bring_in(self, clock: int) -> None:
         """Every count up to date as of ``clock``; the requests stay lazy, with their dues."""
-        for rid in self.lazy:
-            self.bring(rid, clock)
+        records, lazy = self.records, self.lazy
+        for rid, since in lazy.items():  # each clock read with its request, not looked up
+            if since != clock:  # its steady steps since, into its record
+                records.steady_steps(rid, clock - since)
+            lazy[rid] = clock  # a value replaced: the dict's size, which iterating checks, holds
 
     def clear(self) -> None:
         """No request lazy any longer (their counts brought in)."""
