@@ -152,14 +152,18 @@ class LazyCounts:
         live = records.live
         touched = {op.request for op in event.schedule}
         touched.update(event.freed, event.finished, event.cached)
-        # Who decoded exactly once, counted here: collections.Counter is pure Python, slow to
-        # call from this compiled module once per declined line.
-        once: set[str] = set()
-        for rid in event.decoded:
-            if rid in once:
-                touched.add(rid)  # more than one token: not a steady step, it joins again
-            else:
-                once.add(rid)
+        # Who decoded exactly once. Most lines list each request once: the set is then made in
+        # C. Else counted here: collections.Counter is pure Python, slow to call from this
+        # compiled module once per declined line.
+        decoded = event.decoded
+        once = set(decoded)
+        if len(once) != len(decoded):
+            once = set()
+            for rid in decoded:
+                if rid in once:
+                    touched.add(rid)  # more than one token: not a steady step, it joins again
+                else:
+                    once.add(rid)
         dropped: list[str] = []
         for rid in lazy:
             when = due.get(rid)
