@@ -41,8 +41,11 @@ class BatchRules:
                 "holds one place in the batch",
                 requests=tuple(twice),
             )
-        extra = [rid for rid in reported if rid not in self.requests.active]
-        missing = [rid for rid in self.requests.active if rid not in listed]
+        active = self.requests.active
+        if len(listed) == len(active) and active.keys() == listed:
+            return None  # as most events report it: compared in C, no list of who differs made
+        extra = [rid for rid in reported if rid not in active]
+        missing = [rid for rid in active if rid not in listed]
         if extra:
             return Finding(
                 "REQ-2",
