@@ -97,15 +97,19 @@ class Meter:
         return Efficiency(self.idle, self.unused, self.preemptions, self.records.recomputed)
 
     def observe(self, event: IterationEvent) -> None:
-        # Local names and no builtin calls in the loops: this runs over the batch every iteration.
+        # This runs over the batch every iteration. Compiled, ``records.get`` is a native call (a
+        # bound method would be called through Python), and a dict is read through the C API
+        # where any other mapping is read by method calls; the event-log lowering makes dicts.
         records, page_size = self.records, self.limits.page_size
         if self.counts:
             self._count(event)
         self.preemptions += len(event.preempted)
-        unused, tables, get = 0, event.page_tables, records.get
+        given = event.page_tables
+        tables: dict[str, tuple[int, ...]] = given if isinstance(given, dict) else dict(given)
+        unused = 0
         for rid in event.active:
-            record = get(rid)  # a finished request is forgotten (the monitor says what is
-            if record is None:  # wrong with a batch that lists it)
+            record = records.get(rid)  # a finished request is forgotten (the monitor says what
+            if record is None:  # is wrong with a batch that lists it)
                 continue
             extra = len(tables.get(rid, ())) + (-record.kv // page_size)  # beyond pages_for
             if extra > 0:
@@ -143,7 +147,7 @@ class Meter:
         if free_slots > 0 and waiting:
             head = self.records.live.get(waiting[0])
             free_pages = self.usable - in_use() - self.declared.watermark_pages
-            needed = 0 if head is None else head.request.prompt_tokens + head.generated + 1
+            needed = 0 if head is None else head.prompt_tokens + head.generated + 1
             if head is not None and pages_for(needed, self.limits.page_size) <= free_pages:
                 self.idle += min(free_slots, len(waiting))
 

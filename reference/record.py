@@ -38,6 +38,8 @@ class RequestRecord:
         "kv",
         "most",
         "moved",
+        "output_tokens",
+        "prompt_tokens",
         "request",
         "reservation",
         "stamp",
@@ -47,6 +49,11 @@ class RequestRecord:
 
     def __init__(self, request: Request, reservation: int) -> None:
         self.request = request
+        # The request's sizes, read on every iteration it decodes in: a request is frozen, and
+        # compiled, a field of this record is read inline, one of the (interpreted) request by
+        # an attribute lookup.
+        self.prompt_tokens = request.prompt_tokens
+        self.output_tokens = request.output_tokens
         self.status: RequestStatus = NOT_ARRIVED
         """Moved only by :class:`Records`' transitions; a finished request leaves
         :attr:`Records.live`."""
@@ -74,11 +81,11 @@ class RequestRecord:
 
     def known(self) -> int:
         """Its prompt plus its output so far: the tokens its KV may cover."""
-        return self.request.prompt_tokens - self.moved + self.generated
+        return self.prompt_tokens - self.moved + self.generated
 
     def output_length(self) -> int:
         """The output tokens it produces in all, fold restarts included."""
-        return self.request.output_tokens + self.moved
+        return self.output_tokens + self.moved
 
 
 class Records:
@@ -162,12 +169,16 @@ class Records:
             if record is not None:  # the monitor says what is wrong with a stranger's token
                 record.generated += 1
                 progress += 1
-        for rid, amount in cached.items():
+        # Compiled, a dict is read through the C API and any other mapping by method calls; the
+        # event-log reader makes dicts.
+        hits: dict[str, int] = cached if isinstance(cached, dict) else dict(cached)
+        for rid, amount in hits.items():
             record = live.get(rid)
             if record is not None:
                 record.kv += amount
+        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
         recomputed = 0
-        for rid, amount in computed.items():
+        for rid, amount in amounts.items():
             record = live.get(rid)
             if record is None:
                 continue
@@ -179,7 +190,7 @@ class Records:
             if now > record.most:
                 progress += now - record.most
                 record.most = now
-        for rid in cached:
+        for rid in hits:
             record = live.get(rid)
             if record is not None and record.kv > record.most:
                 progress += record.kv - record.most

@@ -8,6 +8,7 @@ kept in order. In a count-only log it hands out stand-in page ids as a correct p
 from __future__ import annotations
 
 from collections import deque
+from typing import Final
 
 from kvsched.checks.eventlog.ids import decode_ids, ids_error
 from kvsched.checks.eventlog.lines import EventLogError
@@ -34,8 +35,23 @@ from kvsched.checks.eventlog.version2 import (
 )
 from kvsched.spec.events import IterationEvent, Op
 from kvsched.spec.properties import TargetProperties
-from kvsched.spec.vocabulary import assert_never
 from kvsched.spec.workload import Workload
+
+# The kinds of operation as compiled statics (as in steady_ops.py): a name imported from an
+# interpreted module is looked up in this module's globals at each use.
+_DECODE: Final = Decode
+_ALLOC: Final = Alloc
+_SHARE: Final = Share
+_FREE: Final = Free
+_COMPUTE: Final = Compute
+_TOKEN: Final = Token
+_FINISH: Final = Finish
+_ADMIT: Final = Admit
+_PREEMPT: Final = Preempt
+_CACHE: Final = Cache
+_ARRIVE: Final = Arrive
+_SLOT: Final = Slot
+_UNSLOT: Final = Unslot
 
 
 class Lowering:
@@ -94,68 +110,69 @@ class Lowering:
                     active, tables = self._scheduled()
                     scheduled_slots = None if slots is None else dict(slots)
                 phase = PHASE[kind]
-            match op:
-                case Decode():
-                    requests = decode_ids(op.requests)
-                    if requests is None:
-                        raise ids_error(op.requests, f"ops[{index}][1]", where)
-                    each = dict.fromkeys(requests, 1)
-                    if len(each) == len(requests) and computed.keys().isdisjoint(each):
-                        computed.update(each)  # the usual decode list: in C, in the same order
-                    else:
-                        for rid in requests:
-                            computed[rid] = computed.get(rid, 0) + 1
-                    decoded.extend(requests)
-                case Arrive():
-                    arrived.append(op.request)
-                    if phase == SCHEDULE:
-                        schedule.append(Op("arrive", op.request))
-                case Compute():
-                    computed[op.request] = computed.get(op.request, 0) + op.tokens
-                case Token():
-                    decoded.append(op.request)
-                case Cache():
-                    cached[op.request] = cached.get(op.request, 0) + op.tokens
-                case Alloc() | Share():
-                    pages = self._take(op.pages, where, index)
-                    self.tables[op.request] = self.tables.get(op.request, ()) + pages
-                    allocated[op.request] = allocated.get(op.request, ()) + pages
-                    if isinstance(op, Share):
-                        shared[op.request] = shared.get(op.request, ()) + pages
-                    schedule.append(Op(op.__struct_config__.tag, op.request, pages))  # type: ignore[arg-type]
-                case Free():
-                    pages = self._give_back(op.request, op.pages, where, index)
-                    if phase == SCHEDULE:
-                        schedule.append(Op("free", op.request, pages))
-                    else:
-                        phase = UPDATE
-                        freed[op.request] = freed.get(op.request, ()) + pages
-                case Admit():
-                    self.batch[op.request] = None
-                    schedule.append(Op("admit", op.request))
-                case Preempt():
-                    self.batch.pop(op.request, None)
-                    schedule.append(Op("preempt", op.request))
-                case Finish():
-                    finished.append(op.request)
-                case Slot() | Unslot():
-                    if slots is None:
-                        raise EventLogError(
-                            f"{_at(where, index)}: '{op.__struct_config__.tag}' takes or gives "
-                            "back a state slot, but the header declares no state_slots"
-                        )
-                    if phase != SCHEDULE:
-                        phase = UPDATE
-                    if isinstance(op, Slot):
-                        # A second slot for one request replaces the first in the snapshot:
-                        # the first is then held by no one, and the free count shows it.
-                        slots[op.request] = op.slot
-                    elif slots.get(op.request) == op.slot:
-                        del slots[op.request]
-                    # An unslot of a slot the request does not hold leaves what it holds: if
-                    # it no longer runs, SLOT-2 names it.
-                case _:
-                    assert_never(op)
+            # By the operation's exact type, as PHASE above, not by class patterns: compiled, each
+            # pattern is an isinstance call through msgspec's metaclass, several an operation.
+            if type(op) is _DECODE:
+                requests = decode_ids(op.requests)
+                if requests is None:
+                    raise ids_error(op.requests, f"ops[{index}][1]", where)
+                each = dict.fromkeys(requests, 1)
+                if len(each) == len(requests) and computed.keys().isdisjoint(each):
+                    computed.update(each)  # the usual decode list: in C, in the same order
+                else:
+                    for rid in requests:
+                        computed[rid] = computed.get(rid, 0) + 1
+                decoded.extend(requests)
+            elif type(op) is _ALLOC or type(op) is _SHARE:
+                pages = self._take(op.pages, where, index)
+                self.tables[op.request] = self.tables.get(op.request, ()) + pages
+                allocated[op.request] = allocated.get(op.request, ()) + pages
+                if type(op) is _SHARE:
+                    shared[op.request] = shared.get(op.request, ()) + pages
+                schedule.append(Op(op.__struct_config__.tag, op.request, pages))  # type: ignore[arg-type]
+            elif type(op) is _FREE:
+                pages = self._give_back(op.request, op.pages, where, index)
+                if phase == SCHEDULE:
+                    schedule.append(Op("free", op.request, pages))
+                else:
+                    phase = UPDATE
+                    freed[op.request] = freed.get(op.request, ()) + pages
+            elif type(op) is _COMPUTE:
+                computed[op.request] = computed.get(op.request, 0) + op.tokens
+            elif type(op) is _TOKEN:
+                decoded.append(op.request)
+            elif type(op) is _FINISH:
+                finished.append(op.request)
+            elif type(op) is _ADMIT:
+                self.batch[op.request] = None
+                schedule.append(Op("admit", op.request))
+            elif type(op) is _PREEMPT:
+                self.batch.pop(op.request, None)
+                schedule.append(Op("preempt", op.request))
+            elif type(op) is _CACHE:
+                cached[op.request] = cached.get(op.request, 0) + op.tokens
+            elif type(op) is _ARRIVE:
+                arrived.append(op.request)
+                if phase == SCHEDULE:
+                    schedule.append(Op("arrive", op.request))
+            elif type(op) is _SLOT or type(op) is _UNSLOT:
+                if slots is None:
+                    raise EventLogError(
+                        f"{_at(where, index)}: '{op.__struct_config__.tag}' takes or gives "
+                        "back a state slot, but the header declares no state_slots"
+                    )
+                if phase != SCHEDULE:
+                    phase = UPDATE
+                if type(op) is _SLOT:
+                    # A second slot for one request replaces the first in the snapshot:
+                    # the first is then held by no one, and the free count shows it.
+                    slots[op.request] = op.slot
+                elif slots.get(op.request) == op.slot:
+                    del slots[op.request]
+                # An unslot of a slot the request does not hold leaves what it holds: if
+                # it no longer runs, SLOT-2 names it.
+            else:  # the decoder makes only the kinds above (tests/cover lowers each)
+                raise AssertionError(f"unhandled operation: {op!r}")
         if phase == SCHEDULE:
             active, tables = self._scheduled()
             scheduled_slots = None if slots is None else dict(slots)

@@ -54,13 +54,6 @@ class LazyCounts:
             rid in told or len(self.tables.get(rid, ())) == len(self.records.live[rid].table)
         )
 
-    def bring(self, rid: str, clock: int) -> None:
-        """Count ``rid``'s steady steps into its record, as of ``clock``."""
-        steps = clock - self.lazy[rid]
-        if steps:
-            self.records.steady_steps(rid, steps)
-        self.lazy[rid] = clock
-
     def named(
         self,
         clock: int,
@@ -99,7 +92,7 @@ class LazyCounts:
                 kv = made = 1
             request = SteadyRequest(  # a fold restart moved tokens from its prompt to its output
                 record.kv + kv,
-                record.request.prompt_tokens - record.moved,
+                record.prompt_tokens - record.moved,
                 record.generated + made,
                 record.output_length(),
                 len(tables.get(rid, ())) + grown.get(rid, 0),
@@ -152,18 +145,25 @@ class LazyCounts:
         if computed is None:
             self.clear()
             return
+        # Compiled, a dict is read through the C API and any other mapping by method calls;
+        # the lowering makes dicts.
+        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
         records = self.records
         live = records.live
         touched = {op.request for op in event.schedule}
         touched.update(event.freed, event.finished, event.cached)
-        # Who decoded exactly once, counted here: collections.Counter is pure Python, slow to
-        # call from this compiled module once per declined line.
-        once: set[str] = set()
-        for rid in event.decoded:
-            if rid in once:
-                touched.add(rid)  # more than one token: not a steady step, it joins again
-            else:
-                once.add(rid)
+        # Who decoded exactly once. Most lines list each request once: the set is then made in
+        # C. Else counted here: collections.Counter is pure Python, slow to call from this
+        # compiled module once per declined line.
+        decoded = event.decoded
+        once = set(decoded)
+        if len(once) != len(decoded):
+            once = set()
+            for rid in decoded:
+                if rid in once:
+                    touched.add(rid)  # more than one token: not a steady step, it joins again
+                else:
+                    once.add(rid)
         dropped: list[str] = []
         for rid in lazy:
             when = due.get(rid)
@@ -173,7 +173,7 @@ class LazyCounts:
                 or rid in touched
                 or rid not in once
                 or rid not in live
-                or computed.get(rid) != 1
+                or amounts.get(rid, 0) != 1
                 or not records.is_steady(rid)
             ):
                 dropped.append(rid)
@@ -185,8 +185,11 @@ class LazyCounts:
 
     def bring_in(self, clock: int) -> None:
         """Every count up to date as of ``clock``; the requests stay lazy, with their dues."""
-        for rid in self.lazy:
-            self.bring(rid, clock)
+        records, lazy = self.records, self.lazy
+        for rid, since in lazy.items():  # each clock read with its request, not looked up
+            if since != clock:  # its steady steps since, into its record
+                records.steady_steps(rid, clock - since)
+            lazy[rid] = clock  # a value replaced: the dict's size, which iterating checks, holds
 
     def clear(self) -> None:
         """No request lazy any longer (their counts brought in)."""

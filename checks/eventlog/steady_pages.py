@@ -259,17 +259,17 @@ class SharedPages(DeferredPages):
             table = tables.get(rid, ())
             record = records.get(rid)
             before = self.ended.get(rid, () if record is None else record.table)
-            if table[: len(before)] == before:
+            if not table:  # it finished since (most that changed and did not only grow): no
+                for page in before:  # set of what it keeps, nor of what it had, is needed
+                    _leave(holders, page, rid)
+            elif table[: len(before)] == before:
                 for page in table[len(before) :]:
                     holders.setdefault(page, set()).add(rid)
             else:
                 kept = set(table)
                 for page in before:
                     if page not in kept:
-                        owners = holders[page]
-                        owners.discard(rid)
-                        if not owners:
-                            del holders[page]
+                        _leave(holders, page, rid)
                 had = set(before)
                 for page in table:
                     if page not in had:
@@ -278,3 +278,11 @@ class SharedPages(DeferredPages):
                 record.table = table
         self.changed.clear()
         self.ended.clear()
+
+
+def _leave(holders: dict[int, set[str]], page: int, rid: str) -> None:
+    """``rid`` no longer holds ``page``, which the ledger's ``holders`` show it holding."""
+    owners = holders[page]
+    owners.discard(rid)
+    if len(owners) == 0:  # compiled, a set's size is read inline, its truth by a call
+        del holders[page]

@@ -178,8 +178,9 @@ class PageLedger:
     def release(self, n: int, rid: str, pages: Sequence[int], why: str) -> Finding | None:
         """``rid`` gives back ``pages``; each must be in its table exactly once (PAGE-3)."""
         released: set[int] = set()
+        holders = self.holders
         for page in pages:
-            owners = self.holders.get(page, set())
+            owners = holders.get(page)  # None: free (no empty set made for each page held)
             if page in released:
                 return _found(
                     "PAGE-3",
@@ -189,8 +190,9 @@ class PageLedger:
                     [page],
                     rid,
                 )
-            if rid not in owners:
-                held_by = f"held by {request_list(sorted(owners))}" if owners else "already free"
+            if owners is None or rid not in owners:
+                holding = sorted(owners) if owners else []
+                held_by = f"held by {request_list(holding)}" if holding else "already free"
                 return _found(
                     "PAGE-3",
                     n,
@@ -199,14 +201,14 @@ class PageLedger:
                     "free or reference-count underflow)",
                     [page],
                     rid,
-                    *sorted(owners),
+                    *holding,
                 )
             released.add(page)
         for page in released:
-            owners = self.holders[page]
+            owners = holders[page]
             owners.discard(rid)
-            if not owners:
-                del self.holders[page]
+            if len(owners) == 0:  # compiled, a set's size is read inline, its truth by a call
+                del holders[page]
         record = self.records.get(rid)
         if released and record is not None:
             record.table = tuple(p for p in record.table if p not in released)

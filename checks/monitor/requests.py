@@ -238,7 +238,7 @@ class RequestLedger:
             record = live.get(rid)
             if record is None:
                 continue
-            length = record.request.output_tokens + record.moved  # output_length, inlined
+            length = record.output_tokens + record.moved  # output_length, inlined
             if record.generated == length and rid not in finished:
                 return _found(
                     "REQ-2",
