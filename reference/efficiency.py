@@ -24,7 +24,7 @@ from kvsched.spec.events import IterationEvent
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.workload import Request, Workload, pages_for
 
-from .record import Records, lesson_computed
+from .record import Records, as_dict, lesson_computed
 
 
 @dataclass(frozen=True)
@@ -98,14 +98,12 @@ class Meter:
 
     def observe(self, event: IterationEvent) -> None:
         # This runs over the batch every iteration. Compiled, ``records.get`` is a native call (a
-        # bound method would be called through Python), and a dict is read through the C API
-        # where any other mapping is read by method calls; the event-log lowering makes dicts.
+        # bound method would be called through Python), and the tables are read as a dict.
         records, page_size = self.records, self.limits.page_size
         if self.counts:
             self._count(event)
         self.preemptions += len(event.preempted)
-        given = event.page_tables
-        tables: dict[str, tuple[int, ...]] = given if isinstance(given, dict) else dict(given)
+        tables = as_dict(event.page_tables)
         unused = 0
         for rid in event.active:
             record = records.get(rid)  # a finished request is forgotten (the monitor says what

@@ -23,10 +23,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from kvsched.spec.properties import TargetProperties
 from kvsched.spec.vocabulary import FINISHED, NOT_ARRIVED, RUNNING, WAITING, RequestStatus
 from kvsched.spec.workload import Request
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def as_dict(mapping: Mapping[_K, _V]) -> dict[_K, _V]:
+    """``mapping`` as a dict: itself if it is one, as the event-log reader's and the lowering's
+    are, else a copy. Compiled code reads a dict through the C API and any other mapping by
+    method calls, so the hot loops over an event's mappings read them through this."""
+    return mapping if isinstance(mapping, dict) else dict(mapping)
 
 
 class RequestRecord:
@@ -169,14 +180,12 @@ class Records:
             if record is not None:  # the monitor says what is wrong with a stranger's token
                 record.generated += 1
                 progress += 1
-        # Compiled, a dict is read through the C API and any other mapping by method calls; the
-        # event-log reader makes dicts.
-        hits: dict[str, int] = cached if isinstance(cached, dict) else dict(cached)
+        hits = as_dict(cached)
         for rid, amount in hits.items():
             record = live.get(rid)
             if record is not None:
                 record.kv += amount
-        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
+        amounts = as_dict(computed)
         recomputed = 0
         for rid, amount in amounts.items():
             record = live.get(rid)

@@ -20,6 +20,7 @@ from kvsched.checks.monitor.registry import (
 )
 from kvsched.checks.monitor.runtime import Monitor
 from kvsched.checks.monitor.steady_request import SteadyRequest
+from kvsched.reference.record import as_dict
 from kvsched.spec.events import IterationEvent
 
 
@@ -145,9 +146,7 @@ class LazyCounts:
         if computed is None:
             self.clear()
             return
-        # Compiled, a dict is read through the C API and any other mapping by method calls;
-        # the lowering makes dicts.
-        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
+        amounts = as_dict(computed)
         records = self.records
         live = records.live
         touched = {op.request for op in event.schedule}

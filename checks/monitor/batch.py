@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.pages import PageLedger
 from kvsched.checks.monitor.requests import RequestLedger
+from kvsched.reference.record import as_dict
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.text import plural
 from kvsched.spec.workload import Limits, pages_for
@@ -113,9 +114,7 @@ class BatchRules:
         reached by the batch's own prefills, as the records show them."""
         if "BATCH-6" not in self.applicable:
             return None
-        # Compiled, a dict is read through the C API and any other mapping by method calls;
-        # the event-log lowering makes dicts.
-        amounts: dict[str, int] = computed if isinstance(computed, dict) else dict(computed)
+        amounts = as_dict(computed)
         admitted, finished = set(event.admitted), set(event.finished)
         ran = [rid for rid in event.active if rid not in admitted]
         skipped = [rid for rid in ran if not amounts.get(rid) and rid not in finished]

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kvsched.checks.monitor.findings import Finding
-from kvsched.reference.record import RequestRecord
+from kvsched.reference.record import RequestRecord, as_dict
 from kvsched.spec.workload import Request
 
 Name = tuple[str, str, int]
@@ -94,15 +94,9 @@ class PrefixContent:
         ``records`` the live requests' records, whose KV says how far each page was filled."""
         if not self.enabled:
             return None
-        # Compiled, a dict is read through the C API and any other mapping by method calls; the
-        # event-log checker's fast path passes dicts, on every line that allocates.
+        # The event-log checker's fast path passes dicts, on every line that allocates.
         return self._check(
-            n,
-            allocated if isinstance(allocated, dict) else dict(allocated),
-            tables if isinstance(tables, dict) else dict(tables),
-            hits if isinstance(hits, dict) else dict(hits),
-            cache if isinstance(cache, dict) else dict(cache),
-            records if isinstance(records, dict) else dict(records),
+            n, as_dict(allocated), as_dict(tables), as_dict(hits), as_dict(cache), as_dict(records)
         )
 
     def _check(
