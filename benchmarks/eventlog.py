@@ -9,8 +9,8 @@ also measures the neighbours. Information, not a gate.
 
 :class:`EngineLogCheck`: a log of 2 x 10^4 iterations of the reference engine scheduler as vLLM v1
 is designed, 64 slots, prefix caching and preemption (:func:`benchmarks.logs.write_engine_log`).
-The fast path takes its decode lines, prefix-hit admissions and chunks, and declines its
-preemptions to the full path, as on the logs ``kvsched record vllm`` writes.
+The fast path takes its decode lines, prefix-hit admissions, chunks and preemptions, as on the
+logs ``kvsched record vllm`` writes, and declines a few lines to the full path.
 
 :class:`LongLogCheck`: a log of 10^6 iterations whose requests are declared as they come.
 """

@@ -178,6 +178,93 @@ def infeasible_last(rows: Rows) -> Rows:
 
 PLAIN = TargetProperties(policy="continuous")
 
+PREEMPTING = Workload(
+    "preempting",
+    Limits(batch_limit=4, page_size=2, pool_pages=14),
+    tuple(Request(f"r{i}", 0, 4, 12) for i in range(3)),
+)
+
+
+def preempting_rows() -> Rows:
+    """The engine scheduler as vLLM v1 is designed over a pool too small for three requests:
+    r2 is preempted in iteration 6, r1 in iteration 10, each in a line that decodes the rest
+    (pages 1 to 13 usable; r0 and r1 hold six each by iteration 9, page 5 free), and r0
+    finishes in iteration 12."""
+    config = replace(CONFIGS["vllm-v1"], token_budget=16)
+    recorded = run(PREEMPTING, EngineScheduler.configured(config), properties=config.properties())
+    rows = [json.loads(line) for line in v2_lines(recorded, config.properties())]
+    tenth = next(row for row in rows if row.get("iteration") == 10)
+    preempts = [["preempt", "r1"], ["free", "r1", [3, 4, 8, 11, 12, 6]], ["alloc", "r0", [5]]]
+    assert tenth["ops"][:3] == preempts, tenth  # the pages the cases below name
+    return rows
+
+
+def up_to(rows: Rows, last: int, *lines: dict[str, Any]) -> Rows:
+    """``rows`` up to iteration ``last``, then ``lines``: a log that stops there, undrained."""
+    kept = [row for row in rows if row.get("type") != "iteration" or row["iteration"] <= last]
+    return [*kept, *lines]
+
+
+def preempted_for_nothing() -> Rows:
+    """r0, alone in the batch with 6 pages free, preempted in iteration 11 in a line that
+    computes nothing: it needed no room (LIVE-4)."""
+    rows = preempting_rows()
+    table = [1, 2, 7, 10, 13, 9, 5]  # r0's, once iteration 10 gave it page 5
+    line = {"type": "iteration", "iteration": 11, "free_pages": 13, "waiting": ["r0", "r1", "r2"],
+            "ops": [["preempt", "r0"], ["free", "r0", table]]}  # fmt: skip
+    return up_to(rows, 10, line)
+
+
+def preempted_again_without_progress() -> Rows:
+    """r0 and r1 preempted in iteration 10 while r2, preempted in iteration 6, recomputes its
+    prompt; r0 recomputes part of its own in iteration 11 (the pool too full for r1 then), and
+    is preempted again in iteration 12 while r2 recomputes on, taking one of r0's pages: no
+    token and no KV beyond the most any request held since r0's first preemption (LIVE-3), in
+    a line that computes."""
+    rows = preempting_rows()
+    lines = [
+        {"type": "iteration", "iteration": 10, "free_pages": 11, "waiting": ["r0", "r1"], "ops": [
+            ["preempt", "r1"], ["free", "r1", [3, 4, 8, 11, 12, 6]],
+            ["preempt", "r0"], ["free", "r0", [1, 2, 7, 10, 13, 9]],
+            ["admit", "r2"], ["alloc", "r2", [5, 3]], ["compute", "r2", 4]]},
+        {"type": "iteration", "iteration": 11, "free_pages": 6, "waiting": ["r1"], "ops": [
+            ["admit", "r0"], ["alloc", "r0", [1, 2, 7, 10]], ["alloc", "r2", [4]],
+            ["compute", "r0", 8], ["compute", "r2", 2]]},
+        {"type": "iteration", "iteration": 12, "free_pages": 9, "waiting": ["r0", "r1"], "ops": [
+            ["preempt", "r0"], ["free", "r0", [1, 2, 7, 10]], ["alloc", "r2", [7]],
+            ["compute", "r2", 2]]},
+    ]  # fmt: skip
+    return up_to(rows, 9, *lines)
+
+
+def at_iteration(rows: Rows, n: int) -> dict[str, Any]:
+    return next(line for line in iterations(rows) if line["iteration"] == n)
+
+
+def preemption_queue_swapped() -> Rows:
+    """r1, preempted in iteration 10, reported behind r2, preempted in iteration 6: the latest
+    preempted stands first (BATCH-4)."""
+    rows = preempting_rows()
+    line = at_iteration(rows, 10)
+    assert line["waiting"] == ["r1", "r2"], line
+    line["waiting"] = ["r2", "r1"]
+    return rows
+
+
+def preemption_queue_short() -> Rows:
+    """r1, preempted in iteration 10, left out of the queue reported after it (REQ-2), under no
+    declared order (so the queue's order has no say)."""
+    rows = unordered(preempting_rows())
+    at_iteration(rows, 10)["waiting"] = ["r2"]
+    return rows
+
+
+def preemption_free_count_off() -> Rows:
+    """The free count of iteration 10, which preempts r1, one too high (PAGE-3)."""
+    rows = preempting_rows()
+    at_iteration(rows, 10)["free_pages"] += 1
+    return rows
+
 
 def reused_in_flight() -> Rows:
     """An asynchronous engine's log (checks/mutants/inflight.py) in which a finished request's
@@ -208,6 +295,12 @@ LINE_CASES: dict[str, Callable[[], Rows]] = {
     "_no_idle_slot/priority": lambda: by_priority(
         arriving_at(header_limits(clean_rows(), batch_limit=4), "r3", 2), "r5"
     ),
+    "_computes": preempted_for_nothing,
+    "_progress_in_the_line": preempted_again_without_progress,
+    # The same checks on a line that preempts, which the fast path takes in too.
+    "_queue_follows/preempted": preemption_queue_swapped,
+    "_queue_adds_up/preempted": preemption_queue_short,
+    "_free_count_adds_up/preempted": preemption_free_count_off,
 }
 """Each line predicate's case: a log that breaks its check on a line otherwise steady
 (``name/variant``: a further case of one predicate, for another declaration it judges)."""

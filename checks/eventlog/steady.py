@@ -4,12 +4,15 @@ Scope: a version-2 log of page ids (spec/eventlog.md, section 8) whose declarati
 admits (each check's ``Steady.log``, checks/monitor/checklist*.py), up to its first finding. On
 each line, every check's own predicate (``Steady.line``) says whether it has work there: the
 limits, the budget, the order, an idle slot, the bound, the queue and the free count are judged
-there, never here. :class:`SteadyDecode` takes in a line whose schedule only admits and
-allocates fresh pages, whose step decodes the batch or computes prompts or chunks of them,
-and whose update only finishes requests and frees their tables. It declines every other line,
-bringing every count up to date first for the full path (the lowering, the monitor and the
-meter). It never reports a finding, so the findings are the full path's by construction;
-tests/cover/test_steady.py and tests/cover/test_planted_logs.py compare the two paths.
+there, never here. :class:`SteadyDecode` takes in a line whose schedule only preempts
+requests of the batch (each giving back its whole table before anything else is scheduled),
+admits and allocates fresh pages, whose step decodes the batch or computes prompts or chunks of
+them, and whose update only finishes requests and frees their tables. A preemption moves the
+ledgers by the calls the full path makes for it (:meth:`SteadyDecode._preempt`). It declines
+every other line, bringing every count up to date first for the full path (the lowering, the
+monitor and the meter). It never reports a finding, so the findings are the full path's by
+construction; tests/cover/test_steady.py, tests/cover/test_steady_lazy.py and
+tests/cover/test_planted_logs.py compare the two paths.
 
 Laziness: a request that decodes in every line taken in is counted lazily (:mod:`.steady_lazy`):
 its steps reach the ledgers only when a line is declined (one that finishes first is forgotten
@@ -121,13 +124,23 @@ class SteadyDecode:
             ops.finishes,
             ops.frees,
         )
-        if fresh and not self.pages.all_free(fresh):
+        victims = ops.preempted
+        left = self.left
+        released: set[int] = set()
+        if victims:
+            freed_early = self._released(ops)
+            if freed_early is None:
+                return None
+            released = freed_early
+            if left is not None:  # the preempted leave the decode list too
+                left = {**left, **victims}
+        if fresh and not self.pages.all_free(fresh - released if released else fresh):
             return None
         if raw is None:
             decoding: tuple[str, ...] = ()
             members: set[str] = set()
         else:
-            if not self.decode.read(raw, self.left, active):
+            if not self.decode.read(raw, left, active):
                 return None  # malformed: the full path says so
             decoding, members = self.decode.ids, self.decode.members
         clock = self.clock + 1
@@ -147,7 +160,10 @@ class SteadyDecode:
                     return None
                 if not self.counts.may_join(rid, self.pages.changed):
                     return None
-        batch = len(active) + len(admitted)
+        for rid in victims:  # out of the batch for the rest of the line
+            if rid in in_decode or rid in computes or rid in finishes:
+                return None
+        batch = len(active) + len(admitted) - len(victims)
         # The shape lazy counting needs (a request of the batch that does neither is counted
         # by the full path), not a rule: who may be left out is BATCH-6's to judge.
         if len(decoding) + len(computes) != batch:
@@ -165,8 +181,9 @@ class SteadyDecode:
         if due_now:
             due = self.counts.due
             for rid in due_now:
-                if due.get(rid) == clock and rid not in grown and rid not in finishes:
-                    return None
+                if due.get(rid) != clock or rid in grown or rid in finishes or rid in victims:
+                    continue  # named, or leaving the batch: no step of its is due
+                return None
         named = self.counts.named(clock, grown, finishes, joiners, computes, ops)
         if named is None:
             return None
@@ -180,9 +197,15 @@ class SteadyDecode:
             for given in frees.values():
                 freed += len(given)
         joining = tuple(admitted)
-        scheduled, held = self.pages.held_after(fresh, ops.shared, frees, freed)
+        if released:
+            for given in frees.values():
+                if not released.isdisjoint(given):
+                    return None  # a page two give back: the full path counts its holders
+        scheduled, held = self.pages.held_after(fresh, ops.shared, frees, freed, len(released))
         if waiting:
             head: str | None = waiting[0]
+        elif victims and monitor.properties.requeue == "head":
+            head = next(reversed(victims))  # the latest preempted stands first
         else:
             head = next((rid for rid in requests.queue if rid not in admitted), None)
         steady = SteadyLine(
@@ -190,17 +213,19 @@ class SteadyDecode:
             joining,
             batch,
             sum(requests.reservation(rid) for rid in joining) if joining else 0,
-            bool(waiting) or len(requests.queue) > len(joining),
+            bool(waiting) or len(requests.queue) + len(victims) > len(joining),
             line.free_pages,
             held,
             len(waiting),
-            len(requests.queue) - len(joining),
+            len(requests.queue) - len(joining) + len(victims),
             len(decoding) + sum(computes.values()),
             len(decoding) + len(computes),
             len(computes) - len(ops.tokens),
             scheduled,
             head if head in requests.live else None,  # a reported head that finished waits not
             waiting,
+            tuple(victims),
+            len(decoding) + len(ops.tokens),
         )
         for may_skip in self.predicates:
             if not may_skip(monitor, steady):
@@ -215,6 +240,43 @@ class SteadyDecode:
                     return None  # the full path judges the line, and says what is wrong
         self._apply(line, waiting, ops, decoding, joiners, named)
         return tuple(finishes)
+
+    def _preempt(self, n: int, ops: LineOps, before: Undo) -> None:
+        """The line's preemptions, first in its schedule, moved by the calls the full path makes
+        (PrefixContent.release for PAGE-6, RequestLedger.preempt, OrderRules.waiting); each
+        preempted request's table goes into ``before``, to be put back to undo the line."""
+        monitor, requests, tables = self.monitor, self.requests, self.lowering.tables
+        records, lazy, clock = requests.records, self.lazy, self.clock
+        for rid in ops.preempted:
+            since = lazy.get(rid)
+            if since is not None and since != clock:  # its lazy steps, before its KV is lost
+                records.steady_steps(rid, clock - since)
+            self.counts.forget(rid)
+            table = tables.pop(rid, ())
+            before[rid] = table
+            monitor.prefix.release(records.live[rid], table)  # what its pages hold (PAGE-6)
+            if requests.preempt(n, rid) is not None:  # declared, and of the batch: _take saw
+                raise AssertionError(f"the fast path preempted {rid!r}, which the ledger refuses")
+            monitor.order.waiting(rid, n, True)
+            self.lowering.batch.pop(rid, None)
+            self.pages.give_back(rid, ops.released.get(rid, ()))
+        self.meter.preemptions += len(ops.preempted)
+
+    def _released(self, ops: LineOps) -> set[int] | None:
+        """The pages free once the line's preempted requests gave theirs back, if each gave back
+        its whole table, each page once (PAGE-3, PAGE-4); ``None`` if not: the full path says
+        what is wrong."""
+        tables = self.lowering.tables
+        given = ops.released
+        for rid in ops.preempted:
+            table = tables.get(rid, ())
+            pages = given.get(rid, ())
+            distinct = set(pages)
+            if len(distinct) != len(pages) or len(pages) != len(table):
+                return None
+            if pages != table and distinct != set(table):
+                return None
+        return self.pages.released(given)
 
     def _apply(
         self,
@@ -235,11 +297,15 @@ class SteadyDecode:
         )
         requests, lowering, meter = self.requests, self.lowering, self.meter
         tables = lowering.tables
-        # The batch changes only by an admission or a finish: most lines reuse the last tuple.
+        victims = ops.preempted
+        # The batch changes only by an admission, a preemption or a finish: most lines reuse
+        # the last tuple.
         batch = self.batch or tuple(lowering.batch)
-        self.batch = None if admitted or finishes else batch
+        self.batch = None if admitted or finishes or victims else batch
         # What undoing the line needs beyond its allocations: the tables it ended or began.
         before: Undo = {rid: tables.get(rid) for rid in finishes} if finishes else {}
+        if victims:
+            self._preempt(line.iteration, ops, before)
         self.taken.record(line, waiting, batch, before)
         for rid in admitted:
             requests.join(rid, line.iteration)
@@ -260,9 +326,15 @@ class SteadyDecode:
         for rid in joiners:
             lazy[rid] = clock - 1
         records = requests.records
+        start = records.progress
         if computes:  # prompts, chunks and their tokens: counted as the full path counts them
             records.count(computes, ops.cached, tuple(ops.tokens))
         records.steady_progress(len(decoding))
+        if victims:  # each preemption noted where the progress stood before the line (LIVE-3)
+            records.before = start
+            for rid in victims:
+                if records.preempted_again(rid):  # LIVE-3's predicate saw progress
+                    raise AssertionError(f"the fast path took in {rid!r}'s thrash")
         # A request named here that decodes on is only due again later: its counts stay lazy.
         counts = self.counts
         if named:

@@ -1,7 +1,8 @@
 """The logs and lines the fast path (:mod:`.steady`) takes: its scope, and a line's operations.
 
 The fast path takes in a line only if its operations are of the kinds and in the places it
-reasons about: the schedule admits waiting requests and allocates fresh pages to the batch (and,
+reasons about: the schedule preempts requests of the batch first, each freeing its table, then
+admits waiting requests and allocates fresh pages to the batch (and,
 where the log declares prefix sharing, an admitted request's table may begin with pages taken by
 reference), the step decodes and computes prompts, or chunks of them, each prompt's end with
 its token (after a prefix hit, the rest of the prompt), and the update finishes requests and
@@ -25,6 +26,7 @@ from kvsched.checks.eventlog.version2 import (
     Finish,
     Free,
     IterationLine,
+    Preempt,
     Share,
     Token,
 )
@@ -44,6 +46,7 @@ _COMPUTE: Final = Compute
 _TOKEN: Final = Token
 _FINISH: Final = Finish
 _FREE: Final = Free
+_PREEMPT: Final = Preempt
 _WAITING: Final = WAITING
 
 
@@ -85,6 +88,10 @@ class LineOps:
         self.finishes: dict[str, None] = {}
         self.frees: dict[str, tuple[int, ...]] = {}
         """The pages each finished request gave back."""
+        self.preempted: dict[str, None] = {}
+        """The requests of the batch preempted, in order, before anything else of the schedule."""
+        self.released: dict[str, tuple[int, ...]] = {}
+        """The pages each preempted request gave back in the schedule."""
 
 
 def sort_ops(
@@ -111,6 +118,7 @@ def sort_ops(
         ops.shared,
         ops.cached,
     )
+    preempted, released = ops.preempted, ops.released
     given_all: list[int] = []
     shares_all: list[int] = []
     freed_all: list[int] = []
@@ -120,6 +128,8 @@ def sort_ops(
         if kind is _ALLOC:
             rid, given = op.request, op.pages  # type: ignore[union-attr]
             if phase or isinstance(given, int) or not (rid in active or rid in admitted):
+                return None
+            if rid in preempted:
                 return None
             given_all += given
             grown[rid] = grown.get(rid, 0) + len(given)
@@ -170,11 +180,25 @@ def sort_ops(
             phase, finishes[rid] = 2, None
         elif kind is _FREE:
             rid, given = op.request, op.pages  # type: ignore[union-attr]
-            if not phase or isinstance(given, int) or rid not in finishes:
+            if isinstance(given, int):
+                return None
+            if not phase:  # the schedule's: a preempted request's table, given back at once
+                if allocs or admitted or rid not in preempted or rid in released:
+                    return None
+                freed_all += given
+                released[rid] = given
+                continue
+            if rid not in finishes:
                 return None
             phase = 2
             freed_all += given
             frees[rid] = frees.get(rid, ()) + given
+        elif kind is _PREEMPT:
+            rid = op.request  # type: ignore[union-attr]
+            # Before any admission or allocation: the schedule makes room, then uses it.
+            if phase or allocs or admitted or rid not in active or rid in preempted:
+                return None
+            preempted[rid] = None
         else:
             return None
     if cached and not computes.keys() >= cached.keys():  # views made only for a cache hit

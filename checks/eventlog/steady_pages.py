@@ -41,12 +41,21 @@ class DeferredPages:
         self.changed: set[str] = set()
         """Requests whose tables changed since."""
         self.ended: dict[str, tuple[int, ...]] = {}
-        """The tables the ledger was last told of requests finished since: their records may
-        be forgotten before it is told again."""
+        """The tables the ledger was last told of requests finished or preempted since: a
+        finished one's record may be forgotten before it is told again, and a preempted one's
+        table begins again."""
 
     def held(self) -> int:
         """Pages held now."""
         return len(self.ledger.holders) - len(self.given) + len(self.taken)
+
+    def released(self, given: Mapping[str, tuple[int, ...]]) -> set[int]:
+        """The pages free once the requests preempted gave back ``given``, each its whole
+        table: without prefix sharing, every one of them."""
+        pages: set[int] = set()
+        for table in given.values():
+            pages.update(table)
+        return pages
 
     def held_after(
         self,
@@ -54,11 +63,13 @@ class DeferredPages:
         shared: Mapping[str, tuple[int, ...]],
         frees: Mapping[str, tuple[int, ...]],
         freed: int,
+        released: int = 0,
     ) -> tuple[int, int]:
-        """Pages held once a line's schedule took ``fresh`` (shown free) and ``shared``, and
-        once its finished requests gave back ``frees``, ``freed`` pages in all: each its
-        giver's alone, and none shared without prefix sharing."""
-        scheduled = self.held() + len(fresh)
+        """Pages held once a line's schedule gave back ``released`` pages (its preemptions'),
+        took ``fresh`` (shown free) and ``shared``, and once its finished requests gave back
+        ``frees``, ``freed`` pages in all: each its giver's alone, and none shared without
+        prefix sharing."""
+        scheduled = self.held() - released + len(fresh)
         return scheduled, scheduled - freed
 
     def share(self, shared: Mapping[str, tuple[int, ...]]) -> None:
@@ -104,10 +115,9 @@ class DeferredPages:
         if not self.changed:
             return
         ledger, tables, records = self.ledger, self.tables, self.ledger.records
-        holders = ledger.holders
+        holders, ended = ledger.holders, self.ended
         for page in self.given:
             del holders[page]
-        self.ended.clear()  # their pages were given
         for rid in self.changed:
             record = records.get(rid)
             table = tables.get(rid)
@@ -116,10 +126,12 @@ class DeferredPages:
                     record.table = ()
                 continue
             assert record is not None  # a request of the batch has its record
-            # Tables only grow at their end in scope: the pages past the ledger's are new.
-            for page in table[len(record.table) :]:
+            # Tables only grow at their end in scope: the pages past the ledger's are new. A
+            # table given back since (a preemption, its pages in given) begins again.
+            for page in table[0 if rid in ended else len(record.table) :]:
                 holders[page] = {rid}
             record.table = table
+        ended.clear()  # their pages were given
         self.taken.clear()
         self.given.clear()
         self.changed.clear()
@@ -156,16 +168,35 @@ class SharedPages(DeferredPages):
     def all_free(self, pages: set[int]) -> bool:
         return all(self.holders(page) == 0 for page in pages)
 
+    def released(self, given: Mapping[str, tuple[int, ...]]) -> set[int]:
+        """The pages free once the requests preempted gave back ``given``, each its whole
+        table: those no one else holds."""
+        counted, marked = self.counted, self.marked
+        for table in given.values():
+            for page in table:
+                count = counted[page]
+                if not count:
+                    marked.append(page)
+                counted[page] = count + 1
+        pages = {page for page in marked if self.holders(page) == counted[page]}
+        for page in marked:
+            counted[page] = 0
+        marked.clear()
+        return pages
+
     def held_after(
         self,
         fresh: set[int],
         shared: Mapping[str, tuple[int, ...]],
         frees: Mapping[str, tuple[int, ...]],
         freed: int,
+        released: int = 0,
     ) -> tuple[int, int]:
-        """Pages held once a line's schedule took ``fresh`` (shown free) and ``shared``, and
-        once its finished requests gave back ``frees``: a page is held while anyone holds it."""
-        scheduled = self.held() + len(fresh)
+        """Pages held once a line's schedule gave back ``released`` pages (its preemptions'),
+        took ``fresh`` (shown free) and ``shared``, and once its finished requests gave back
+        ``frees``: a page is held while anyone holds it. A page a preemption gave back is not
+        among those the line shares or its finished requests give back (steady.py)."""
+        scheduled = self.held() - released + len(fresh)
         # Each page's holders the line adds less those it gives back, counted in a list by page
         # id (:attr:`counted`, all 0 between calls), not a dict: a dict boxed and hashed each
         # page. The pages counted are put back to 0 before returning.

@@ -98,8 +98,11 @@ def drains_by_the_bound(monitor: Monitor, event: IterationEvent) -> Finding | No
 
 # 3.2 The schedule in the engine's order (spec/eventlog.md 8.2) ------------------------------
 def _admits_within_the_limits(monitor: Monitor, line: SteadyLine) -> bool:
-    """The slots (BATCH-1), the pool's commitment (PAGE-5) and, under static batching, an empty
-    batch (BATCH-2) hold for a steady line's admissions."""
+    """A steady line's preemptions are declared (REQ-2), and the slots (BATCH-1), the pool's
+    commitment (PAGE-5) and, under static batching, an empty batch (BATCH-2) hold for its
+    admissions."""
+    if line.preempted and not monitor.properties.preemption:
+        return False
     if line.batch > monitor.limits.batch_limit:
         return False
     if not line.admitted:
@@ -110,11 +113,14 @@ def _admits_within_the_limits(monitor: Monitor, line: SteadyLine) -> bool:
     return "BATCH-2" not in monitor.applicable or line.batch == len(line.admitted)
 
 
-# A steady line's schedule admits waiting requests and allocates fresh pages of the pool, which
-# its page holders take in lazily: who held a page before is the fast path's to tell.
+# A steady line's schedule preempts requests of the batch, each giving back its whole table,
+# admits waiting requests and allocates fresh pages of the pool, which its page holders take in
+# lazily: who held a page before is the fast path's to tell. It moves the ledgers by the same
+# calls as this check (RequestLedger.preempt, OrderRules.waiting).
 STEADY_SCHEDULE = Steady(
     line=_admits_within_the_limits,
-    counted="REQ-1/REQ-2 admissions of waiting requests, PAGE-2..5 fresh pages (steady_ops.py, "
+    counted="REQ-1/REQ-2 admissions of waiting requests and preemptions of running ones, "
+    "PAGE-2..5 fresh pages and whole tables given back (steady_ops.py, steady.py, "
     "steady_pages.py)",
 )
 
@@ -150,6 +156,8 @@ def schedule_in_the_engines_order(monitor: Monitor, event: IterationEvent) -> Fi
 def _admits_in_order(monitor: Monitor, line: SteadyLine) -> bool:
     if not line.admitted:
         return True
+    if line.preempted:
+        return False  # who a preemption lets be overtaken is the full path's to find
     order = monitor.order
     # Under fcfs and none the next admission's place is a pure function of the queue; a heap
     # order's admissions move its heap, which only the full path does.
@@ -201,7 +209,19 @@ def the_batch_is_served_first(monitor: Monitor, event: IterationEvent) -> Findin
     return monitor.batch.check_served(event.iteration, event, monitor.computed)
 
 
-# No steady line preempts; the progress it makes is counted with its tokens, by the records.
-@per_iteration("decode", "LIVE-3", steady=Steady())
+def _progress_in_the_line(monitor: Monitor, line: SteadyLine) -> bool:
+    # A preemption repeats one without progress when the request's stamp, the progress count
+    # before its last preemption, is the count after this line. A stamp is at most the count
+    # now, and every token the line produces adds one: only a stamp at the count now, in a line
+    # that produces none, may be judged. The fast path stamps each preemption by the same call
+    # (Records.preempted_again), once the line's progress is counted.
+    if not line.preempted or line.produced > 0:
+        return True
+    records = monitor.requests.records
+    live, progress = records.live, records.progress
+    return all(live[rid].stamp != progress for rid in line.preempted)
+
+
+@per_iteration("decode", "LIVE-3", steady=Steady(line=_progress_in_the_line))
 def preemption_makes_progress(monitor: Monitor, event: IterationEvent) -> Finding | None:
     return monitor.liveness.check_thrash(event.iteration, event)

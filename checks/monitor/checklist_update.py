@@ -44,12 +44,13 @@ def preempted_pages_keep_what_was_computed(
 ) -> Finding | None:
     """A preempted request's pages hold what its KV reached before the iteration, frozen
     before the schedule's preemption forgets that KV; a later hit may take only that (PAGE-6).
-    Never a finding of its own. A steady line preempts nobody."""
+    Never a finding of its own: the fast path freezes a steady line's by the same call
+    (PrefixContent.release)."""
     if event.preempted and monitor.prefix.enabled:
         live = monitor.requests.live
         for rid in event.preempted:
             if (record := live.get(rid)) is not None:
-                monitor.prefix.release(record)
+                monitor.prefix.release(record, record.table)
     return None
 
 
@@ -135,6 +136,8 @@ def _no_idle_slot(monitor: Monitor, line: SteadyLine) -> bool:
         return True
     if line.batch >= monitor.limits.batch_limit or not line.queued:
         return True
+    if line.preempted:  # an iteration that preempts leaves a slot free by design
+        return True
     if monitor.order.order not in ("fcfs", "none"):
         return False  # the head a heap order serves next is the full path's to find
     free = monitor.pages.usable - line.scheduled
@@ -151,7 +154,8 @@ def no_idle_slot_while_the_head_fits(monitor: Monitor, event: IterationEvent) ->
 
 
 def _not_idle(monitor: Monitor, line: SteadyLine) -> bool:
-    return line.batch > 0
+    # An iteration that preempts strands no one: it made room for the batch (LIVE-4's to judge).
+    return line.batch > 0 or bool(line.preempted)
 
 
 @per_iteration("slots", "LIVE-2", steady=Steady(line=_not_idle))
@@ -230,19 +234,28 @@ def free_count_adds_up(monitor: Monitor, event: IterationEvent) -> Finding | Non
     )
 
 
-def _each_once(queue: Mapping[str, None], reported: Sequence[str], leaving: Sequence[str]) -> bool:
-    """Whether ``reported``, as long as ``queue`` less ``leaving``, holds each of those once:
-    all different, all waiting and none leaving (so one listed twice in place of another, or a
-    request that runs in place of one that waits, is not taken for the queue)."""
+def _each_once(
+    queue: Mapping[str, None],
+    reported: Sequence[str],
+    leaving: Sequence[str],
+    joining: Sequence[str] = (),
+) -> bool:
+    """Whether ``reported``, as long as ``queue`` less ``leaving`` and with ``joining``, holds
+    each of those once: all different, all waiting or joining and none leaving (so one listed
+    twice in place of another, or a request that runs in place of one that waits, is not taken
+    for the queue)."""
     listed = set(reported)
-    return len(listed) == len(reported) and queue.keys() >= listed and listed.isdisjoint(leaving)
+    if len(listed) != len(reported) or not listed.isdisjoint(leaving):
+        return False
+    return queue.keys() >= (listed.difference(joining) if joining else listed)
 
 
 def _queue_adds_up(monitor: Monitor, line: SteadyLine) -> bool:
+    # The line's preempted requests join the queue (RequestLedger.preempt) as it is judged.
     if not line.reported:
         return True
     return line.reported == line.waiting and _each_once(
-        monitor.requests.queue, line.queue, line.admitted
+        monitor.requests.queue, line.queue, line.admitted, line.preempted
     )
 
 
@@ -278,7 +291,7 @@ def the_queue_holds_every_waiting_request(
 
 
 def _queue_follows(monitor: Monitor, line: SteadyLine) -> bool:
-    return monitor.order.follows(line.queue, line.admitted, monitor.arrivals)
+    return monitor.order.follows(line.queue, line.admitted, monitor.arrivals, line.preempted)
 
 
 # The fast path keeps a steady line's queue by the same call (OrderRules.keep).

@@ -83,8 +83,9 @@ def _not_just_given_back(
 def _gives_nothing_back(monitor: Monitor, line: SteadyLine) -> bool:
     # A line whose finished requests give pages back to the pool: the full path records them.
     # A line that computes nothing may be waiting for the fence: the full path allows for it.
+    # A preemption's pages, given back in the schedule, may not go to its allocations.
     return not monitor.properties.async_scheduling or (
-        line.held >= line.scheduled and line.computed > 0
+        line.held >= line.scheduled and line.computed > 0 and not line.preempted
     )
 
 

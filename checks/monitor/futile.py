@@ -28,13 +28,14 @@ ahead of the one that started it ran), since engines that preempt ahead for seve
 (SGLang's retraction) preempt more than one step needs there; LIVE-3 and LIVE-1 bound those. A
 request that preempts itself because even the victims' pages were too few for its chunk (vLLM's
 priority victim chosen below it) is clean: the pages before its preemption fell short of its own
-most. A steady line preempts nobody, so the fast path never has work for it.
+most. A steady line that computes leaves it nothing to judge.
 """
 
 from __future__ import annotations
 
 from kvsched.checks.monitor.findings import Finding, request_list
 from kvsched.checks.monitor.registry import Monitor, Steady, per_iteration
+from kvsched.checks.monitor.steady_line import SteadyLine
 from kvsched.spec.events import IterationEvent
 from kvsched.spec.text import plural
 from kvsched.spec.workload import pages_for
@@ -60,8 +61,12 @@ def most_pages_for_a_step(monitor: Monitor, request_id: str, held: int) -> int |
     return max(0, most - held)
 
 
-# No steady line preempts (checks/eventlog/steady.py): the rule has nothing to judge there.
-@per_iteration("decode", "LIVE-4", steady=Steady())
+def _computes(monitor: Monitor, line: SteadyLine) -> bool:
+    # An iteration that computes leaves the rule nothing to judge, however many it preempted.
+    return not line.preempted or line.computed > 0
+
+
+@per_iteration("decode", "LIVE-4", steady=Steady(line=_computes))
 def no_preemption_for_nothing(monitor: Monitor, event: IterationEvent) -> Finding | None:
     """LIVE-4, once the iteration's tokens are counted: an iteration that preempted and computed
     nothing needed its last preemption."""

@@ -196,17 +196,28 @@ class OrderRules:
         return None
 
     def follows(
-        self, waiting: tuple[str, ...], admitted: tuple[str, ...], arrivals: Sequence[str]
+        self,
+        waiting: tuple[str, ...],
+        admitted: tuple[str, ...],
+        arrivals: Sequence[str],
+        preempted: tuple[str, ...] = (),
     ) -> bool:
         """Whether ``waiting`` is the queue reported last with ``arrivals`` behind it, less
-        the ``admitted`` at its head: then it is in order if that queue was, and
-        :meth:`check_queue` has no work (a queue judged, or the one the ledger keeps in order)."""
+        the ``admitted`` at its head, and with the ``preempted`` (none admitted then) in any
+        order at its head: then it is in order if that queue was, and :meth:`check_queue` has
+        no work (a queue judged, or the one the ledger keeps in order). Requests preempted in
+        one iteration join it together, ahead of every one waiting then."""
         if self.order != "fcfs" or not waiting:
             return True
         before = tuple(self.reported)
         if arrivals:
             before += tuple(arrivals)
-        return before[len(admitted) :] == waiting
+        if not preempted:
+            return before[len(admitted) :] == waiting
+        if admitted or not self.head_requeue:
+            return False  # a tail's order among the iteration's arrivals is the full path's
+        ahead = len(preempted)
+        return set(waiting[:ahead]) == set(preempted) and waiting[ahead:] == before
 
     def keep(self, waiting: Sequence[str]) -> None:
         # A log may leave its queue out (the field is optional, and an empty one is not

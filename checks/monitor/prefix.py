@@ -26,7 +26,7 @@ request may take.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kvsched.checks.monitor.findings import Finding
 from kvsched.reference.record import RequestRecord, as_dict
@@ -49,12 +49,13 @@ class PrefixContent:
         """For each page whose writer was preempted since: the writer's request, the page's
         index and the tokens computed into it then (the record's KV starts again from 0)."""
 
-    def release(self, record: RequestRecord) -> None:
-        """``record``'s request is preempted: the pages it wrote hold what its KV reached."""
+    def release(self, record: RequestRecord, table: Sequence[int]) -> None:
+        """``record``'s request is preempted, its table ``table`` (the record's, or as the
+        event-log checker's fast path keeps it): the pages it wrote hold what its KV reached."""
         if not self.enabled:
             return
         writers, frozen = self.writers, self.frozen
-        for page in record.table:
+        for page in table:
             writer = writers.get(page)
             if writer is not None and writer[0] is record:
                 del writers[page]

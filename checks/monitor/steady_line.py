@@ -12,8 +12,9 @@ from __future__ import annotations
 
 class SteadyLine:
     """A line the fast path would take in without its event, as the checks' predicates read it:
-    its schedule only admits waiting requests and allocates fresh pages, its step decodes and
-    computes prompts or chunks of them, its update finishes requests and frees their tables."""
+    its schedule only preempts requests of the batch, admits waiting requests and allocates
+    fresh pages, its step decodes and computes prompts or chunks of them, its update finishes
+    requests and frees their tables."""
 
     __slots__ = (
         "admitted",
@@ -24,6 +25,8 @@ class SteadyLine:
         "head",
         "held",
         "iteration",
+        "preempted",
+        "produced",
         "queue",
         "queued",
         "reported",
@@ -50,6 +53,8 @@ class SteadyLine:
         scheduled: int,
         head: str | None,
         queue: tuple[str, ...],
+        preempted: tuple[str, ...],
+        produced: int,
     ) -> None:
         self.iteration = iteration
         self.admitted = admitted
@@ -83,3 +88,8 @@ class SteadyLine:
         lines' orders), ``None`` if none waits."""
         self.queue = queue
         """The queue it reports, head first (empty: none reported)."""
+        self.preempted = preempted
+        """The requests of the batch it preempts, in order, each giving back its whole table
+        before anything else of its schedule (steady_ops.py)."""
+        self.produced = produced
+        """Output tokens it produces: one per decode, and one per prompt computed to its end."""

@@ -67,7 +67,7 @@ def test_pages_let_go_keep_what_was_computed_then() -> None:
     content, records = _content()
     _a_reserves_its_prompt(content, records)
     records["a"].kv, records["a"].table = 4, (1, 2, 3)
-    content.release(records["a"])  # preempted: its pages keep page 0's tokens
+    content.release(records["a"], records["a"].table)  # preempted: its pages keep page 0's tokens
     records["a"].kv = 0
     finding = _b_hits(content, records, 8)
     assert finding is not None and finding.pages == (2,)

@@ -144,10 +144,11 @@ def _parameters(function: Callable[..., Any]) -> tuple[str, ...]:
     return function.__code__.co_varnames[: function.__code__.co_argcount]
 
 
-def mutate(rows: list[Any], rng: random.Random) -> None:
-    """One random change to one iteration line: what a buggy engine or writer might log."""
+def mutate(rows: list[Any], rng: random.Random, row: Any = None) -> None:
+    """One random change to one iteration line (``row``, else one drawn): what a buggy engine
+    or writer might log."""
     lines = [row for row in rows if row.get("type") == "iteration"]
-    row = rng.choice(lines)
+    row = rng.choice(lines) if row is None else row
     ops = row["ops"]
     choice = rng.randrange(10)
     if choice == 0 and ops:
