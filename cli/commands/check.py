@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvsched.commands import UsageError
-from kvsched.commands.limits import add_limit_options, confinement_from
+from kvsched.commands.limits import add_limit_options, confinement_from, contained
 from kvsched.commands.output import emit, writing
 from kvsched.spec.properties import DECLARATIONS
 from kvsched.spec.vocabulary import EXPECTATIONS, POLICY_NAMES, PROFILE_NAMES
@@ -176,7 +176,7 @@ def main(args: argparse.Namespace) -> int:
         from kvsched.checks.search.runs import profile_runs
 
         args.budget = profile_runs(args.profile).budget_seconds
-    confinement = confinement_from(args)
+    confinement = confinement_from(args, ask=False)
     if args.z3_requests < 0:
         raise UsageError(f"--z3-requests must be >= 0, got {args.z3_requests}")
     if args.max_examples is not None and args.max_examples < 1:
@@ -187,6 +187,8 @@ def main(args: argparse.Namespace) -> int:
     except TargetError as error:
         raise UsageError(str(error)) from None
     is_log = door.kind == "event log"
+    if not is_log:  # a log's check runs no target code: no jail to ask for
+        contained(confinement)
     if workload is not None and is_log:
         raise UsageError("--workload does not apply to an event log: the log names its workload")
     if args.all_findings and not is_log:

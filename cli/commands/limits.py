@@ -80,10 +80,11 @@ def add_limit_options(parser: Any, command: str, budget: float | None = 600.0) -
     )
 
 
-def confinement_from(args: argparse.Namespace) -> Confinement:
-    """The limits the options ask for; UsageError (exit 2) for one out of range."""
+def confinement_from(args: argparse.Namespace, ask: bool = True) -> Confinement:
+    """The limits the options ask for; UsageError (exit 2) for one out of range. ``ask``: which
+    containment they get is asked now (:func:`contained`); a caller that may run no target's
+    code (an event log's check) asks once it knows."""
     from kvsched.checks.targets.confinement import Confinement
-    from kvsched.checks.targets.sandbox import SandboxUnavailable
 
     for option, value in (("--timeout", args.timeout), ("--budget", args.budget)):
         if not value > 0 or value == float("inf"):
@@ -106,8 +107,17 @@ def confinement_from(args: argparse.Namespace) -> Confinement:
         required,
         args.scratch_mb,
     )
+    return contained(confinement) if ask else confinement
+
+
+def contained(confinement: Confinement) -> Confinement:
+    """``confinement``, its containment asked now, so that a refusal is exit 2 before any work.
+    Asking starts a jailed Python once (checks/targets/sandbox.py), so it is asked only where a
+    target's code is to run."""
+    from kvsched.checks.targets.sandbox import SandboxUnavailable
+
     try:
-        confinement.containment()  # asked now, so that a refusal is exit 2 before any work
+        confinement.containment()
     except SandboxUnavailable as error:
         raise UsageError(str(error)) from None
     return confinement

@@ -125,6 +125,26 @@ def test_event_logs_are_checked_offline(tmp_path: Path, capsys: pytest.CaptureFi
     assert "REQ-2 violated in iteration 20" in capsys.readouterr().out
 
 
+def test_an_event_log_is_checked_without_asking_for_a_jail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log's check runs no target code, so it starts no jailed Python to learn which
+    containment a host would get (a probe that cost more CPU than checking a short log)."""
+    from kvsched.checks.targets import confinement
+
+    def no_jail(sandbox: str) -> None:
+        raise AssertionError(f"asked for a {sandbox!r} jail")
+
+    monkeypatch.setattr(confinement, "contain", no_jail)
+    clean = tmp_path / "clean.jsonl"
+    write_log(run(load_teaching_trace(), ContinuousScheduler, "continuous"), clean)
+    assert main(["check", str(clean), "--sandbox", "bwrap"]) == 0
+    capsys.readouterr()
+    spec = "kvsched.reference.continuous:ContinuousScheduler"  # a class's check asks first
+    assert main(["check", spec, "--sandbox", "bwrap"]) == 3
+    assert "asked for a 'bwrap' jail" in capsys.readouterr().err
+
+
 def test_bad_usage_exits_2_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
