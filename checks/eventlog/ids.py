@@ -135,11 +135,13 @@ class DecodeList:
             for rid in left:  # a few: each looked up once, not each id of the list
                 if rid in members:
                     dropped.append(rid)
-        kept = old
+        kept, written = old, self.written
+        cuts: list[int] = []
         if dropped and len(members) == len(old):  # each id once: cut out where it stands
             parts: list[str] = []
             start = 0
-            for at in sorted([old.index(rid) for rid in dropped]):
+            cuts = sorted([old.index(rid) for rid in dropped])
+            for at in cuts:
                 parts.extend(old[start:at])
                 start = at + 1
             parts.extend(old[start:])
@@ -149,8 +151,10 @@ class DecodeList:
             kept = tuple([rid for rid in old if rid not in gone])
         head, tail = b"[]", None
         if kept:
+            if kept is not old:
+                written = _cut(written, old, cuts) if written is not None and cuts else None
             # msgspec decodes no lone surrogate, so every id it decoded encodes.
-            head = (self.written if kept is old else None) or _ENCODER.encode(kept)
+            head = written or _ENCODER.encode(kept)
             tail = appended(bytes(raw), head)
         if tail is None:
             ids = decode_ids(raw)
@@ -167,6 +171,36 @@ class DecodeList:
             self.written = head[:-1] + b"," + _ENCODER.encode(tail)[1:] if tail else head
         self.raw, self.ids = raw, ids
         return True
+
+
+def _cut(written: bytes, ids: tuple[str, ...], cuts: list[int]) -> bytes | None:
+    """The canonical JSON of ``ids`` less the ids at positions ``cuts`` (ascending, at least one
+    id kept), cut out of ``written``, the canonical JSON of ``ids``; ``None`` if an id is not
+    plain ASCII.
+
+    A steady decode list loses a few ids on most lines; encoding the rest again would cost
+    more than checking the line. Sound: an id's canonical JSON is its characters between
+    quotes, one byte each if plain ASCII (no escape) and more otherwise, so ``written`` (a
+    bracket, then each id followed by a comma or the closing bracket) is one byte longer than
+    the ids' lengths plus three each only if every id is plain; each id then lies where the
+    lengths before it place it."""
+    size = 1
+    for rid in ids:
+        size += len(rid) + 3
+    if size != len(written):
+        return None
+    parts: list[bytes] = []
+    start, place, index = 0, 1, 0  # the bytes kept from start; id ``index`` starts at place
+    for at in cuts:
+        while index < at:
+            place += len(ids[index]) + 3
+            index += 1
+        parts.append(written[start:place])
+        place += len(ids[at]) + 3  # past the id cut out and the comma or bracket after it
+        start, index = place, at + 1
+    parts.append(written[start:])
+    # Each id kept has the comma or bracket after it: the last one's closes the list.
+    return b"".join(parts)[:-1] + b"]"
 
 
 def ids_error(raw: msgspec.Raw | bytes, field: str, where: str) -> EventLogError:

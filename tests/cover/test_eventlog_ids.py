@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kvsched.checks.eventlog.ids import DecodeList, QueueReader, appended, split_queue
+from kvsched.checks.eventlog.ids import DecodeList, QueueReader, _cut, appended, split_queue
 from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine
@@ -239,6 +239,20 @@ def test_the_decode_list_read_as_a_change_is_the_list_decoded_whole(steps: list)
         assert reader.ids == tuple(ids)
         assert reader.members == set(ids)
         assert reader.written in (None, msgspec.json.encode(ids))
+
+
+@given(st.lists(st.sampled_from(TRICKY), min_size=2, unique=True), st.data())
+def test_ids_cut_out_of_a_list_leave_the_rest_as_msgspec_writes_it(
+    ids: list[str], data: st.DataObject
+) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(ids) - 1), min_size=1, max_size=len(ids) - 1))
+    cuts = sorted(set(cuts))
+    kept = [rid for at, rid in enumerate(ids) if at not in cuts]
+    cut = _cut(msgspec.json.encode(ids), tuple(ids), cuts)
+    if all(rid.isascii() and json.dumps(rid) == f'"{rid}"' for rid in ids):
+        assert cut == msgspec.json.encode(kept)
+    else:
+        assert cut is None  # then encoded anew
 
 
 def test_a_decode_list_that_is_no_list_of_ids_leaves_the_reader_as_it_was() -> None:
