@@ -282,7 +282,8 @@ class QueueReader:
                     return None
                 cut += head + 1
             kept = end - cut
-            if new.startswith(old[cut:end], 1):
+            # Two slices compared, compiled, where startswith with a start parses its arguments.
+            if new[1 : 1 + kept] == old[cut:end]:
                 rest = new[1 + kept :]
                 if rest == b"]":
                     return ids[heads:]

@@ -63,7 +63,12 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call]
         try:
             for number, line in enumerate(stream, start=1):
-                yield number, line.rstrip(b"\r\n")
+                # A line holds one line feed, at its end: before it, no carriage return on most
+                # lines, whose line feed is cut off by a compiled slice, not a method call.
+                if line.endswith(b"\n") and not line.endswith(b"\r\n"):
+                    yield number, line[:-1]
+                else:
+                    yield number, line.rstrip(b"\r\n")
         except _BROKEN_STREAM as error:
             what = "a broken or truncated gzip stream" if compressed else str(error)
             raise EventLogError(f"{path}: line {number + 1}: cannot read ({what})") from None

@@ -154,6 +154,8 @@ class LogReader:
         return read, None
 
     def _finished(self, finished: tuple[str, ...]) -> None:
+        if not finished:  # most lines: no method called for nothing
+            return
         self._unfinished.difference_update(finished)
         for rid in finished:
             self._queue.forget(rid)

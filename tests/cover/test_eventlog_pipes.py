@@ -16,6 +16,7 @@ import pytest
 
 from kvsched.checks.eventlog.lines import EventLogError
 from kvsched.checks.eventlog.log_check import check_stream
+from kvsched.checks.eventlog.source import numbered_lines
 from kvsched.checks.targets.load import EventLogTarget, TargetError, is_event_log, load_target
 
 LOGS = Path(__file__).resolve().parents[1] / "logs"
@@ -139,3 +140,12 @@ def test_a_garbled_gzip_log_is_invalid_input_not_a_crash(tmp_path: Path, at: flo
     path.write_bytes(bytes(packed))
     with pytest.raises(EventLogError, match=r"garbled\.jsonl\.gz: line \d+"):
         check_stream(path)
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_lines_lose_every_line_end_character_at_their_end(tmp_path: Path, packed: bool) -> None:
+    data = b"a\nb\r\nc\r\r\n\n\r\nd\re\n:\r"
+    log = tmp_path / "ends.jsonl"
+    log.write_bytes(gzip.compress(data) if packed else data)
+    lines = [b"a", b"b", b"c", b"", b"", b"d\re", b":"]
+    assert list(numbered_lines(log)) == list(enumerate(lines, start=1))
