@@ -27,48 +27,52 @@ before it arrives (8.7)."""
 Amount = tuple[Count, ...] | Count  # page ids, or a page count in a count-only log
 
 
-class Arrive(msgspec.Struct, tag="arrive", array_like=True):
+# An iteration line and its operations hold strings, numbers, raw JSON and tuples and dicts of
+# those, never a struct, so no reference cycle runs through them: they are made untracked by
+# the garbage collector (gc=False). A line makes dozens, and each tracked one would count
+# towards the next collection.
+class Arrive(msgspec.Struct, tag="arrive", array_like=True, gc=False):
     request: Id
 
 
-class Preempt(msgspec.Struct, tag="preempt", array_like=True):
+class Preempt(msgspec.Struct, tag="preempt", array_like=True, gc=False):
     request: Id
 
 
-class Admit(msgspec.Struct, tag="admit", array_like=True):
+class Admit(msgspec.Struct, tag="admit", array_like=True, gc=False):
     request: Id
 
 
-class Alloc(msgspec.Struct, tag="alloc", array_like=True):
+class Alloc(msgspec.Struct, tag="alloc", array_like=True, gc=False):
     request: Id
     pages: Amount
 
 
-class Share(msgspec.Struct, tag="share", array_like=True):
+class Share(msgspec.Struct, tag="share", array_like=True, gc=False):
     request: Id
     pages: tuple[Count, ...]
 
 
-class Free(msgspec.Struct, tag="free", array_like=True):
+class Free(msgspec.Struct, tag="free", array_like=True, gc=False):
     request: Id
     pages: Amount
 
 
-class Cache(msgspec.Struct, tag="cache", array_like=True):
+class Cache(msgspec.Struct, tag="cache", array_like=True, gc=False):
     request: Id
     tokens: Count
 
 
-class Compute(msgspec.Struct, tag="compute", array_like=True):
+class Compute(msgspec.Struct, tag="compute", array_like=True, gc=False):
     request: Id
     tokens: Count
 
 
-class Token(msgspec.Struct, tag="token", array_like=True):
+class Token(msgspec.Struct, tag="token", array_like=True, gc=False):
     request: Id
 
 
-class Decode(msgspec.Struct, tag="decode", array_like=True):
+class Decode(msgspec.Struct, tag="decode", array_like=True, gc=False):
     """Each request listed computes one token and produces one: a decode step, in one op.
 
     The list is kept as its JSON (:func:`ids_json`) until it is read: a steady batch decodes
@@ -77,18 +81,18 @@ class Decode(msgspec.Struct, tag="decode", array_like=True):
     requests: msgspec.Raw
 
 
-class Finish(msgspec.Struct, tag="finish", array_like=True):
+class Finish(msgspec.Struct, tag="finish", array_like=True, gc=False):
     request: Id
 
 
-class Slot(msgspec.Struct, tag="slot", array_like=True):
+class Slot(msgspec.Struct, tag="slot", array_like=True, gc=False):
     """The request takes state slot ``slot`` (a declared ``state_slots``, eventlog.md 4.14)."""
 
     request: Id
     slot: Count
 
 
-class Unslot(msgspec.Struct, tag="unslot", array_like=True):
+class Unslot(msgspec.Struct, tag="unslot", array_like=True, gc=False):
     """The request gives state slot ``slot`` back."""
 
     request: Id
@@ -128,6 +132,7 @@ class IterationLine(
     tag_field="type",
     forbid_unknown_fields=True,
     omit_defaults=True,
+    gc=False,
 ):
     iteration: Count
     ops: tuple[Operation, ...]
