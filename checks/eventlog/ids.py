@@ -35,6 +35,12 @@ from kvsched.checks.eventlog.version2 import BARE_KEYS, DECODER, IterationLine
 _IDS: Final = msgspec.json.Decoder(Ids)
 _ENCODER: Final = msgspec.json.Encoder()
 _QUEUE_KEY = b',"waiting":['
+# An iteration line's head as the writer lays it out, but for its numbers and its operations.
+_HEAD: Final = b'{"type":"iteration","iteration":'
+_OPS: Final = b',"ops":'
+_FREE: Final = b',"free_pages":'
+_LAID_OUT: Final = (_HEAD + _OPS + _FREE).count(b":")
+_COLON: Final = ord(":")  # an int: bytes' "in" tries a bytes needle as an int first, and fails
 
 
 def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
@@ -61,9 +67,37 @@ def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
         return None
     # IterationLine.keys() for a line without its queue, inlined: this runs on every line.
     tables = read.tables
-    if head.count(b":") != (BARE_KEYS if tables is None else BARE_KEYS + 1 + len(tables)):
+    keys = BARE_KEYS if tables is None else BARE_KEYS + 1 + len(tables)
+    # A head laid out as written holds _LAID_OUT colons exactly: the count, without counting.
+    if not (keys == _LAID_OUT and _laid_out(head)) and head.count(b":") != keys:
         return None
     return read, line[at + len(_QUEUE_KEY) - 1 : -1]
+
+
+def _laid_out(head: bytes) -> bool:
+    """Whether ``head`` is laid out as the writer writes it, with no colon in its operations:
+    then it holds only the colons of :data:`_HEAD`, :data:`_OPS` and :data:`_FREE` (between
+    them, digits), told by a few compiled comparisons and one ``memchr`` over the operations,
+    where counting its colons tests every byte in turn."""
+    if not head.startswith(_HEAD):
+        return False
+    start = len(_HEAD)
+    while start < len(head) and _digit(head[start]):
+        start += 1
+    if head[start : start + len(_OPS)] != _OPS:
+        return False
+    start += len(_OPS)
+    end = len(head) - 1  # the closing brace
+    while end > start and _digit(head[end - 1]):
+        end -= 1
+    end -= len(_FREE)
+    if end < start or head[end : end + len(_FREE)] != _FREE:
+        return False
+    return _COLON not in head[start:end]
+
+
+def _digit(byte: int) -> bool:
+    return 48 <= byte <= 57  # b"0" to b"9"
 
 
 def decode_ids(raw: msgspec.Raw | bytes) -> tuple[str, ...] | None:

@@ -12,7 +12,15 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kvsched.checks.eventlog.ids import DecodeList, QueueReader, _cut, appended, split_queue
+from kvsched.checks.eventlog.ids import (
+    _LAID_OUT,
+    DecodeList,
+    QueueReader,
+    _cut,
+    _laid_out,
+    appended,
+    split_queue,
+)
 from kvsched.checks.eventlog.jsonl import EventLogError
 from kvsched.checks.eventlog.log_check import check_stream
 from kvsched.checks.eventlog.version2 import DECODER, IterationLine
@@ -253,6 +261,16 @@ def test_ids_cut_out_of_a_list_leave_the_rest_as_msgspec_writes_it(
         assert cut == msgspec.json.encode(kept)
     else:
         assert cut is None  # then encoded anew
+
+
+@given(st.tuples(st.integers(0, 80), st.binary(max_size=6), st.integers(0, 6)))
+@example((40, b":", 0))  # a colon among the operations
+@example((33, b'1,"ops":[],"ops":', 0))  # a repeated key
+def test_a_head_laid_out_as_written_has_only_its_keys_colons(damage: tuple) -> None:
+    head = b'{"type":"iteration","iteration":12,"ops":[["token","r1"]],"free_pages":3}'
+    at, junk, cut = damage
+    broken = head[:at] + junk + head[at + cut :]
+    assert not _laid_out(broken) or broken.count(b":") == _LAID_OUT
 
 
 def test_a_decode_list_that_is_no_list_of_ids_leaves_the_reader_as_it_was() -> None:
