@@ -31,10 +31,14 @@ from kvsched.checks.eventlog.source import validation_message
 from kvsched.checks.eventlog.version1 import Ids
 from kvsched.checks.eventlog.version2 import BARE_KEYS, DECODER, IterationLine
 
-# Final: compiled statics, not looked up in the module's globals at each use.
+# Final: compiled statics, not looked up in the module's globals at each use (a name imported
+# from an interpreted module too).
 _IDS: Final = msgspec.json.Decoder(Ids)
 _ENCODER: Final = msgspec.json.Encoder()
-_QUEUE_KEY = b',"waiting":['
+_DECODER: Final = DECODER
+_LINE: Final = IterationLine
+_BARE_KEYS: Final = BARE_KEYS
+_QUEUE_KEY: Final = b',"waiting":['
 # An iteration line's head as the writer lays it out, but for its numbers and its operations.
 _HEAD: Final = b'{"type":"iteration","iteration":'
 _OPS: Final = b',"ops":'
@@ -60,14 +64,14 @@ def split_queue(line: bytes) -> tuple[IterationLine, bytes] | None:
         return None
     head = line[:at] + b"}"
     try:
-        read = DECODER.decode(head)
+        read = _DECODER.decode(head)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if type(read) is not IterationLine or read.waiting:
+    if type(read) is not _LINE or read.waiting:
         return None
     # IterationLine.keys() for a line without its queue, inlined: this runs on every line.
     tables = read.tables
-    keys = BARE_KEYS if tables is None else BARE_KEYS + 1 + len(tables)
+    keys = _BARE_KEYS if tables is None else _BARE_KEYS + 1 + len(tables)
     # A head laid out as written holds _LAID_OUT colons exactly: the count, without counting.
     if not (keys == _LAID_OUT and _laid_out(head)) and head.count(b":") != keys:
         return None

@@ -52,6 +52,11 @@ _CACHE: Final = Cache
 _ARRIVE: Final = Arrive
 _SLOT: Final = Slot
 _UNSLOT: Final = Unslot
+# And the phases, and the operation the schedule is made of, so.
+_PHASE: Final = PHASE
+_SCHEDULE: Final = SCHEDULE
+_UPDATE: Final = UPDATE
+_OP: Final = Op
 
 
 class Lowering:
@@ -83,7 +88,7 @@ class Lowering:
     def lower(self, line: IterationLine, waiting: tuple[str, ...], where: str) -> IterationEvent:
         """The event of one line whose queue is ``waiting``; :class:`EventLogError` if the line
         contradicts the format."""
-        phase = SCHEDULE
+        phase = _SCHEDULE
         schedule: list[Op] = []
         arrived: list[str] = []
         allocated: dict[str, tuple[int, ...]] = {}
@@ -98,18 +103,18 @@ class Lowering:
         slots = self._slots_declared(line, where)
         scheduled_slots: dict[str, int] | None = None  # the holders once the schedule is done
         for index, op in enumerate(line.ops):
-            kind = type(op)
-            if kind in PHASE:
-                if PHASE[kind] < phase:
+            ranked = _PHASE.get(type(op))  # None: arrive, free, slot and unslot go in either
+            if ranked is not None:
+                if ranked < phase:
                     raise EventLogError(
                         f"{_at(where, index)}: '{op.__struct_config__.tag}' belongs to "
-                        f"{PHASE_NAMES[PHASE[kind]]} but comes after {PHASE_NAMES[phase]}; "
+                        f"{PHASE_NAMES[ranked]} but comes after {PHASE_NAMES[phase]}; "
                         "an iteration's operations run schedule, then step, then update"
                     )
-                if phase == SCHEDULE and PHASE[kind] > SCHEDULE:
+                if phase == _SCHEDULE and ranked > _SCHEDULE:
                     active, tables = self._scheduled()
                     scheduled_slots = None if slots is None else dict(slots)
-                phase = PHASE[kind]
+                phase = ranked
             # By the operation's exact type, as PHASE above, not by class patterns: compiled, each
             # pattern is an isinstance call through msgspec's metaclass, several an operation.
             if type(op) is _DECODE:
@@ -129,13 +134,13 @@ class Lowering:
                 allocated[op.request] = allocated.get(op.request, ()) + pages
                 if type(op) is _SHARE:
                     shared[op.request] = shared.get(op.request, ()) + pages
-                schedule.append(Op(op.__struct_config__.tag, op.request, pages))  # type: ignore[arg-type]
+                schedule.append(_OP(op.__struct_config__.tag, op.request, pages))  # type: ignore[arg-type]
             elif type(op) is _FREE:
                 pages = self._give_back(op.request, op.pages, where, index)
-                if phase == SCHEDULE:
-                    schedule.append(Op("free", op.request, pages))
+                if phase == _SCHEDULE:
+                    schedule.append(_OP("free", op.request, pages))
                 else:
-                    phase = UPDATE
+                    phase = _UPDATE
                     freed[op.request] = freed.get(op.request, ()) + pages
             elif type(op) is _COMPUTE:
                 computed[op.request] = computed.get(op.request, 0) + op.tokens
@@ -145,24 +150,24 @@ class Lowering:
                 finished.append(op.request)
             elif type(op) is _ADMIT:
                 self.batch[op.request] = None
-                schedule.append(Op("admit", op.request))
+                schedule.append(_OP("admit", op.request))
             elif type(op) is _PREEMPT:
                 self.batch.pop(op.request, None)
-                schedule.append(Op("preempt", op.request))
+                schedule.append(_OP("preempt", op.request))
             elif type(op) is _CACHE:
                 cached[op.request] = cached.get(op.request, 0) + op.tokens
             elif type(op) is _ARRIVE:
                 arrived.append(op.request)
-                if phase == SCHEDULE:
-                    schedule.append(Op("arrive", op.request))
+                if phase == _SCHEDULE:
+                    schedule.append(_OP("arrive", op.request))
             elif type(op) is _SLOT or type(op) is _UNSLOT:
                 if slots is None:
                     raise EventLogError(
                         f"{_at(where, index)}: '{op.__struct_config__.tag}' takes or gives "
                         "back a state slot, but the header declares no state_slots"
                     )
-                if phase != SCHEDULE:
-                    phase = UPDATE
+                if phase != _SCHEDULE:
+                    phase = _UPDATE
                 if type(op) is _SLOT:
                     # A second slot for one request replaces the first in the snapshot:
                     # the first is then held by no one, and the free count shows it.
@@ -173,7 +178,7 @@ class Lowering:
                 # it no longer runs, SLOT-2 names it.
             else:  # the decoder makes only the kinds above (tests/cover lowers each)
                 raise AssertionError(f"unhandled operation: {op!r}")
-        if phase == SCHEDULE:
+        if phase == _SCHEDULE:
             active, tables = self._scheduled()
             scheduled_slots = None if slots is None else dict(slots)
         if line.tables is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 from kvsched.checks.eventlog.header import LogHeader, parse_header
 from kvsched.checks.eventlog.ids import QueueReader, split_queue
@@ -33,6 +34,8 @@ Skip = Callable[[IterationLine, "tuple[str, ...] | None"], "tuple[str, ...] | No
 know) in without an event, returning the requests it finished, or declines (None)."""
 Declare = Callable[[Request], None]
 """Told of each request a request line declares, before the lines that follow it (8.7)."""
+
+_LINE: Final = IterationLine  # a compiled static, not looked up in the module's globals per line
 
 LATEST_ARRIVAL = 10**12
 """The latest arrival a request line may declare: a log of a long run outlives the workload
@@ -105,7 +108,7 @@ class LogReader:
                 if (
                     skip is not None
                     and waiting is not None
-                    and type(read) is IterationLine
+                    and type(read) is _LINE
                     and (finished := skip(read, waiting if queue.known else None)) is not None
                 ):
                     self.iterations += 1
