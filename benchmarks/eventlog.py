@@ -140,15 +140,10 @@ def _command_line_times_decode(path: Path, runs: int = 3) -> float:
     the least of ``runs`` runs, so that a neighbour's burst on a shared core is not counted. The
     aim for an engine's log is 8 or less (benchmarks/README.md)."""
     kvsched = str(Path(sys.executable).with_name("kvsched"))
-    raw = path.read_bytes()
-    lines = (gzip.decompress(raw) if path.suffix == ".gz" else raw).splitlines()
-    decoder = msgspec.json.Decoder()
+    lines = _lines(path)
     decoded, started_up, checked = [], [], []
     for _ in range(runs):
-        started = time.process_time()
-        for line in lines:
-            decoder.decode(line)
-        decoded.append(time.process_time() - started)
+        decoded.append(_decode_seconds(lines))
         started_up.append(_child_seconds([kvsched, "--version"]))
         checked.append(_child_seconds([kvsched, "check", str(path)]))
     return (min(checked) - min(started_up)) / min(decoded)
@@ -166,16 +161,25 @@ def _times_decode(path: Path) -> float:
     """The check's CPU time over that of decoding the log's lines as untyped JSON (msgspec),
     both in this run: how much the check costs beyond reading its input. The aim for an engine's
     log is 8 or less (benchmarks/README.md)."""
+    decoded = _decode_seconds(_lines(path))
+    started = time.process_time()
+    _clean(path)
+    return (time.process_time() - started) / decoded
+
+
+def _lines(path: Path) -> list[bytes]:
+    """The log's lines (a .gz log decompressed)."""
     raw = path.read_bytes()
-    lines = (gzip.decompress(raw) if path.suffix == ".gz" else raw).splitlines()
+    return (gzip.decompress(raw) if path.suffix == ".gz" else raw).splitlines()
+
+
+def _decode_seconds(lines: list[bytes]) -> float:
+    """The CPU seconds of decoding ``lines`` as untyped JSON (msgspec)."""
     decoder = msgspec.json.Decoder()
     started = time.process_time()
     for line in lines:
         decoder.decode(line)
-    decoded = time.process_time() - started
-    started = time.process_time()
-    _clean(path)
-    return (time.process_time() - started) / decoded
+    return time.process_time() - started
 
 
 class LongLogCheck:

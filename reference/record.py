@@ -117,8 +117,8 @@ class Records:
         meter) still finds them until the next begins."""
         self.progress = 0
         self.before = 0
-        """The progress count before the latest iteration counted: where a preemption in it
-        stood."""
+        """The progress count as the latest iteration began (:meth:`begin`): where a
+        preemption in it stood."""
         self.recomputed = 0
         """EFF-4: KV tokens computed again below the most their request had held."""
 
@@ -137,9 +137,11 @@ class Records:
         return True
 
     def begin(self) -> None:
-        """A new iteration: the requests the last one finished are forgotten."""
+        """A new iteration: the requests the last one finished are forgotten, and the progress
+        count stands where a preemption in it is stamped (:meth:`preempted_again`)."""
         if self.left:
             self.left.clear()
+        self.before = self.progress
 
     def get(self, request_id: str) -> RequestRecord | None:
         """The record of a request live or finished in the latest iteration."""
@@ -174,7 +176,7 @@ class Records:
         the output tokens produced (a request listed once per token). Progress and recompute
         are counted from the records as they stood before it."""
         live = self.live
-        self.before = progress = self.progress
+        progress = self.progress
         for rid in decoded:
             record = live.get(rid)
             if record is not None:  # the monitor says what is wrong with a stranger's token
@@ -219,7 +221,6 @@ class Records:
     def steady_progress(self, decoders: int) -> None:
         """An iteration in which ``decoders`` requests each computed one token beyond the most
         it held and produced it, their records counted in later (:meth:`steady_steps`)."""
-        self.before = self.progress
         self.progress += 2 * decoders
 
     def is_steady(self, request_id: str) -> bool:

@@ -246,12 +246,9 @@ class SteadyDecode:
         (PrefixContent.release for PAGE-6, RequestLedger.preempt, OrderRules.waiting); each
         preempted request's table goes into ``before``, to be put back to undo the line."""
         monitor, requests, tables = self.monitor, self.requests, self.lowering.tables
-        records, lazy, clock = requests.records, self.lazy, self.clock
+        records = requests.records
         for rid in ops.preempted:
-            since = lazy.get(rid)
-            if since is not None and since != clock:  # its lazy steps, before its KV is lost
-                records.steady_steps(rid, clock - since)
-            self.counts.forget(rid)
+            self.counts.leave(rid, self.clock)  # its lazy steps counted in, before its KV is lost
             table = tables.pop(rid, ())
             before[rid] = table
             monitor.prefix.release(records.live[rid], table)  # what its pages hold (PAGE-6)
@@ -326,12 +323,10 @@ class SteadyDecode:
         for rid in joiners:
             lazy[rid] = clock - 1
         records = requests.records
-        start = records.progress
         if computes:  # prompts, chunks and their tokens: counted as the full path counts them
             records.count(computes, ops.cached, tuple(ops.tokens))
         records.steady_progress(len(decoding))
-        if victims:  # each preemption noted where the progress stood before the line (LIVE-3)
-            records.before = start
+        if victims:  # each preemption noted where the progress stood as the line began (LIVE-3)
             for rid in victims:
                 if records.preempted_again(rid):  # LIVE-3's predicate saw progress
                     raise AssertionError(f"the fast path took in {rid!r}'s thrash")

@@ -125,6 +125,14 @@ class LazyCounts:
             else:
                 falling.append(rid)
 
+    def leave(self, rid: str, clock: int) -> None:
+        """``rid`` leaves the batch unfinished (preempted): its lazy steps as of ``clock`` into
+        its record, and it is lazy no more."""
+        since = self.lazy.pop(rid, None)
+        if since is not None and since != clock:
+            self.records.steady_steps(rid, clock - since)
+        self.due.pop(rid, None)
+
     def forget(self, rid: str) -> None:
         """``rid`` finished: its record is forgotten, so its lazy steps are not brought in."""
         self.lazy.pop(rid, None)
